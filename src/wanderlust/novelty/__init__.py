@@ -1,0 +1,1 @@
+"""Intrinsic rewards: pixel, rnd, icm, episodic (see base.py for the interface)."""

@@ -1,0 +1,1 @@
+"""Config, run folder, checkpoints, logging, normalizers."""
