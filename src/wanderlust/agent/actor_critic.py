@@ -1,0 +1,161 @@
+"""The actor-critic: one pixel encoder, a policy head and two value heads.
+
+``obs [B, C, H, W] -> encoder -> features [B, F] -> {actor head, value_ext, value_int}``
+
+- Box actions in [-1, 1] with shape ``(A,)``: the actor outputs the mean of a
+  :class:`~wanderlust.agent.distributions.SquashedGaussian`; its ``log_std`` is a learnable,
+  state-independent parameter ``[A]`` initialised to 0 (std 1, so ``tanh(u)`` covers most of
+  [-1, 1] at the start, as the seed's gamepad did), clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``.
+- Discrete(n): the actor outputs ``n`` logits of a categorical.
+- ``value_ext`` estimates the extrinsic (game) return and ``value_int`` the intrinsic (novelty)
+  return; the two streams have different discounts and episode handling (RND, Burda et al. 2018).
+
+Initialisation follows CleanRL: orthogonal, gain sqrt(2) in the encoder, 0.01 for the actor
+output (near-uniform initial policy), 1.0 for the critics; zero biases.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from wanderlust.agent.distributions import ActionDistribution, CategoricalActions, SquashedGaussian
+from wanderlust.agent.encoders import layer_init, make_encoder
+
+LOG_STD_MIN = -5.0
+"""Smallest log-std of the Gaussian policy (std ~ 0.007): keeps log-probs bounded."""
+LOG_STD_MAX = 2.0
+"""Largest log-std (std ~ 7.4): beyond it tanh saturates and more noise changes nothing."""
+
+SUPPORTED_SPACES = "Box(-1, 1, shape=(A,)) or Discrete(n) with start 0"
+
+
+class ActOutput(NamedTuple):
+    """What acting returns for a batch of ``B`` observations (no gradient)."""
+
+    action: torch.Tensor
+    """Storage form: raw pre-tanh ``u`` float32 ``[B, A]`` (Box) or int64 indices ``[B]`` (Discrete)."""
+    env_action: torch.Tensor
+    """What the env receives: ``tanh(u)`` clipped to [-1, 1] float32 ``[B, A]``, or the indices ``[B]``."""
+    log_prob: torch.Tensor
+    """``log pi(action | obs)`` ``[B]``."""
+    value_ext: torch.Tensor
+    """Extrinsic value ``[B]``."""
+    value_int: torch.Tensor
+    """Intrinsic value ``[B]``."""
+
+
+class Evaluation(NamedTuple):
+    """What PPO needs for stored actions (with gradient)."""
+
+    log_prob: torch.Tensor
+    """``log pi(action | obs)`` ``[B]``."""
+    entropy: torch.Tensor
+    """Policy entropy ``[B]`` (base-Gaussian entropy for Box, see ``SquashedGaussian.entropy``)."""
+    value_ext: torch.Tensor
+    """Extrinsic value ``[B]``."""
+    value_int: torch.Tensor
+    """Intrinsic value ``[B]``."""
+
+
+def check_action_space(action_space: spaces.Space) -> None:
+    """Raise ValueError unless ``action_space`` is one the actor-critic supports."""
+    if isinstance(action_space, spaces.Discrete):
+        if int(action_space.start) != 0:
+            raise ValueError(
+                f"unsupported action space {action_space}: Discrete must start at 0; supported: {SUPPORTED_SPACES}"
+            )
+        return
+    if isinstance(action_space, spaces.Box):
+        if len(action_space.shape) != 1:
+            raise ValueError(
+                f"unsupported action space {action_space}: Box must be one-dimensional; supported: {SUPPORTED_SPACES}"
+            )
+        if not (np.all(action_space.low == -1.0) and np.all(action_space.high == 1.0)):
+            raise ValueError(
+                f"unsupported action space {action_space}: Box bounds must be exactly [-1, 1] "
+                f"(rescale it with gymnasium.wrappers.RescaleAction); supported: {SUPPORTED_SPACES}"
+            )
+        return
+    raise ValueError(f"unsupported action space {action_space}; supported: {SUPPORTED_SPACES}")
+
+
+class ActorCritic(nn.Module):
+    """Policy and two critics over pixel observations ``(C, H, W)``.
+
+    ``encoder`` is a preset name from :data:`wanderlust.agent.encoders.ENCODER_NAMES`.
+    Inputs are uint8 (or float in [0, 255]) tensors on the module's device.
+    """
+
+    def __init__(self, obs_shape: tuple[int, int, int], action_space: spaces.Space, encoder: str = "nature") -> None:
+        super().__init__()
+        check_action_space(action_space)
+        self.obs_shape = tuple(int(d) for d in obs_shape)
+        self.action_space = action_space
+        self.is_discrete = isinstance(action_space, spaces.Discrete)
+        self.encoder = make_encoder(encoder, self.obs_shape)
+        features = self.encoder.output_dim
+        if self.is_discrete:
+            self.action_dim = int(action_space.n)
+            self.actor = layer_init(nn.Linear(features, self.action_dim), gain=0.01)
+            self.register_parameter("log_std", None)
+        else:
+            self.action_dim = int(action_space.shape[0])
+            self.actor = layer_init(nn.Linear(features, self.action_dim), gain=0.01)
+            self.log_std = nn.Parameter(torch.zeros(self.action_dim))
+        self.value_ext = layer_init(nn.Linear(features, 1), gain=1.0)
+        self.value_int = layer_init(nn.Linear(features, 1), gain=1.0)
+
+    def distribution(self, features: torch.Tensor) -> ActionDistribution:
+        """The policy at encoder ``features`` ``[B, F]``."""
+        head = self.actor(features)
+        if self.is_discrete:
+            return CategoricalActions(head)
+        log_std = self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+        return SquashedGaussian(head, log_std)
+
+    def _heads(self, obs: torch.Tensor) -> tuple[ActionDistribution, torch.Tensor, torch.Tensor]:
+        features = self.encoder(obs)
+        return (
+            self.distribution(features),
+            self.value_ext(features).squeeze(-1),
+            self.value_int(features).squeeze(-1),
+        )
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """Choose actions for ``obs`` ``[B, C, H, W]``: sampled, or greedy when ``deterministic``."""
+        dist, value_ext, value_int = self._heads(obs)
+        action = dist.deterministic() if deterministic else dist.sample()
+        return ActOutput(
+            action=action,
+            env_action=dist.env_action(action),
+            log_prob=dist.log_prob(action),
+            value_ext=value_ext,
+            value_int=value_int,
+        )
+
+    def evaluate(self, obs: torch.Tensor, action: torch.Tensor) -> Evaluation:
+        """Log-prob, entropy and values of stored ``action`` (storage form) at ``obs``, with gradient."""
+        dist, value_ext, value_int = self._heads(obs)
+        return Evaluation(
+            log_prob=dist.log_prob(action),
+            entropy=dist.entropy(),
+            value_ext=value_ext,
+            value_int=value_int,
+        )
+
+    @torch.no_grad()
+    def values(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(value_ext [B], value_int [B])`` at ``obs`` (for bootstrapping), no gradient."""
+        features = self.encoder(obs)
+        return self.value_ext(features).squeeze(-1), self.value_int(features).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """The greedy env action for ``obs`` (``tanh(mean)`` ``[B, A]`` or argmax ``[B]``); for export."""
+        dist = self.distribution(self.encoder(obs))
+        return dist.env_action(dist.deterministic())

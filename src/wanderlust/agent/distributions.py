@@ -1,0 +1,141 @@
+"""Action distributions for the policy pi(a | s), behind one small interface.
+
+Both classes expose the same methods, so :class:`~wanderlust.agent.actor_critic.ActorCritic`
+and PPO never branch on the action space:
+
+- ``sample()`` / ``deterministic()``: an action in *storage form* (what the rollout keeps and what
+  ``log_prob`` takes back): the raw pre-tanh ``u`` ``[B, A]`` float for Box, the index ``[B]``
+  int64 for Discrete;
+- ``log_prob(action)`` ``[B]`` and ``entropy()`` ``[B]`` (differentiable);
+- ``env_action(action)``: storage form -> what the env receives (``tanh(u)`` in [-1, 1], or the
+  index unchanged).
+
+Storing the raw ``u`` instead of ``tanh(u)`` keeps ``log_prob`` exact: recovering ``u`` with
+``atanh`` from a clipped action of +-1 would give +-inf.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_2 = math.log(2.0)
+
+
+class ActionDistribution(Protocol):
+    """The interface shared by :class:`SquashedGaussian` and :class:`CategoricalActions`."""
+
+    def sample(self) -> torch.Tensor: ...
+
+    def deterministic(self) -> torch.Tensor: ...
+
+    def log_prob(self, action: torch.Tensor) -> torch.Tensor: ...
+
+    def entropy(self) -> torch.Tensor: ...
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor: ...
+
+
+def tanh_log_det_jacobian(u: torch.Tensor) -> torch.Tensor:
+    """``log(1 - tanh(u)^2)`` elementwise, computed stably as ``2 * (log 2 - u - softplus(-2u))``.
+
+    The naive form is ``log(0) = -inf`` once ``tanh(u)`` rounds to +-1 (|u| > ~9 in float32);
+    this one stays finite (about ``-2|u| + 1.39`` for large ``|u|``).
+    """
+    return 2.0 * (_LOG_2 - u - F.softplus(-2.0 * u))
+
+
+class SquashedGaussian:
+    """``a = tanh(u)``, ``u ~ Normal(mean, exp(log_std))``, independent over the ``A`` action dims.
+
+    ``mean`` is ``[B, A]``; ``log_std`` is ``[A]`` or ``[B, A]`` (broadcast against ``mean``).
+    """
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor) -> None:
+        if mean.dim() != 2:
+            raise ValueError(f"SquashedGaussian mean must be [B, A], got shape {list(mean.shape)}")
+        self.mean = mean
+        self.log_std = log_std.expand_as(mean)
+        self.std = self.log_std.exp()
+
+    def sample(self) -> torch.Tensor:
+        """Raw pre-tanh ``u`` ``[B, A]`` (no gradient: PPO's gradient flows through ``log_prob``)."""
+        with torch.no_grad():
+            return self.mean + self.std * torch.randn_like(self.mean)
+
+    def deterministic(self) -> torch.Tensor:
+        """The raw ``u`` of the greedy action: the Gaussian mean ``[B, A]``."""
+        return self.mean.detach()
+
+    def mode(self) -> torch.Tensor:
+        """The greedy env action ``tanh(mean)`` ``[B, A]``."""
+        return torch.tanh(self.mean)
+
+    def log_prob(self, u: torch.Tensor) -> torch.Tensor:
+        """``log pi(tanh(u))`` ``[B]`` from the raw ``u`` ``[B, A]`` (change of variables, summed over A).
+
+        ``log N(u; mean, std) - log |d tanh(u) / du|``, finite for any finite ``u``.
+        """
+        if u.shape != self.mean.shape:
+            raise ValueError(
+                f"SquashedGaussian.log_prob expects raw actions shaped like the mean {list(self.mean.shape)}, "
+                f"got {list(u.shape)}"
+            )
+        z = (u - self.mean) / self.std
+        gaussian = -0.5 * z.pow(2) - self.log_std - _LOG_SQRT_2PI
+        return (gaussian - tanh_log_det_jacobian(u)).sum(dim=-1)
+
+    def entropy(self) -> torch.Tensor:
+        """Entropy of the *base* Gaussian over ``u`` summed over A, ``[B]``.
+
+        The entropy of ``tanh(u)`` has no closed form; the Gaussian entropy is the usual
+        surrogate bonus (it grows with ``std`` just as the squashed one does, away from saturation).
+        """
+        return (0.5 + _LOG_SQRT_2PI + self.log_std).sum(dim=-1)
+
+    def env_action(self, u: torch.Tensor) -> torch.Tensor:
+        """Raw ``u`` ``[B, A]`` -> float32 env action ``tanh(u)`` clipped to [-1, 1]."""
+        return torch.tanh(u).clamp(-1.0, 1.0).to(torch.float32)
+
+
+class CategoricalActions:
+    """A categorical over ``n`` discrete actions from ``logits`` ``[B, n]``."""
+
+    def __init__(self, logits: torch.Tensor) -> None:
+        if logits.dim() != 2:
+            raise ValueError(f"CategoricalActions logits must be [B, n], got shape {list(logits.shape)}")
+        self.logits = logits
+        self.dist = torch.distributions.Categorical(logits=logits)
+
+    def sample(self) -> torch.Tensor:
+        """Action indices ``[B]`` int64."""
+        with torch.no_grad():
+            return self.dist.sample()
+
+    def deterministic(self) -> torch.Tensor:
+        """The most probable action ``[B]`` int64."""
+        return self.logits.detach().argmax(dim=-1)
+
+    def mode(self) -> torch.Tensor:
+        """Same as :meth:`deterministic` (the env action of a categorical is the index)."""
+        return self.deterministic()
+
+    def log_prob(self, action: torch.Tensor) -> torch.Tensor:
+        """``log pi(action)`` ``[B]`` for indices ``[B]`` (any integer or float dtype holding integers)."""
+        if action.dim() != 1 or action.shape[0] != self.logits.shape[0]:
+            raise ValueError(
+                f"CategoricalActions.log_prob expects action indices [{self.logits.shape[0]}], got {list(action.shape)}"
+            )
+        return self.dist.log_prob(action.long())
+
+    def entropy(self) -> torch.Tensor:
+        """``[B]``."""
+        return self.dist.entropy()
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor:
+        """Indices ``[B]`` -> the same indices as int64."""
+        return action.long()

@@ -1,0 +1,95 @@
+"""Run a trained policy: load it from a run folder, play seeded episodes, optionally record video."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from wanderlust.agent.actor_critic import ActorCritic
+from wanderlust.envs.factory import make_env
+from wanderlust.runtime.checkpoint import load_checkpoint
+from wanderlust.runtime.config import TrainConfig
+from wanderlust.runtime.rundir import load_config
+
+
+@dataclass
+class EpisodeResult:
+    steps: int
+    episode_return: float
+    coverage: float | None
+    """Fraction of maze cells visited (maze envs only)."""
+
+
+@dataclass
+class EvalResult:
+    episodes: list[EpisodeResult] = field(default_factory=list)
+
+    @property
+    def mean_return(self) -> float:
+        return float(np.mean([e.episode_return for e in self.episodes]))
+
+    @property
+    def mean_coverage(self) -> float | None:
+        values = [e.coverage for e in self.episodes if e.coverage is not None]
+        return float(np.mean(values)) if values else None
+
+
+def load_policy(run_dir: Path, device: str = "cpu") -> tuple[TrainConfig, ActorCritic]:
+    """The config and agent weights of the latest valid checkpoint in ``run_dir``."""
+    config = TrainConfig.from_dict(load_config(run_dir))
+    state = load_checkpoint(run_dir / "checkpoints")
+    env = make_env(config.env)
+    try:
+        agent = ActorCritic(env.observation_space.shape, env.action_space, encoder=config.encoder)
+    finally:
+        env.close()
+    agent.load_state_dict(state["agent"])
+    return config, agent.to(device).eval()
+
+
+def run_episodes(
+    config: TrainConfig, agent: ActorCritic, episodes: int, seed: int, deterministic: bool = False,
+    video_path: Path | None = None,
+) -> EvalResult:
+    """Play ``episodes`` episodes with seeds ``seed, seed + 1, ...``; record the first one to
+    ``video_path`` (mp4, Gymnasium's RecordVideo) when given."""
+    if episodes <= 0:
+        raise ValueError(f"episodes must be positive, got {episodes}")
+    env = make_env(config.env, render_mode="rgb_array" if video_path else None)
+    video_dir = None
+    if video_path is not None:
+        from gymnasium.wrappers import RecordVideo
+
+        video_dir = Path(tempfile.mkdtemp(prefix="wanderlust-video-"))
+        env = RecordVideo(env, str(video_dir), episode_trigger=lambda index: index == 0, name_prefix="episode",
+                          disable_logger=True)
+    device = next(agent.parameters()).device
+    result = EvalResult()
+    torch.manual_seed(seed)
+    try:
+        for episode in range(episodes):
+            obs, info = env.reset(seed=seed + episode)
+            total, steps, done = 0.0, 0, False
+            while not done:
+                out = agent.act(torch.from_numpy(obs).unsqueeze(0).to(device), deterministic=deterministic)
+                obs, reward, terminated, truncated, info = env.step(out.env_action[0].cpu().numpy())
+                total += float(reward)
+                steps += 1
+                done = terminated or truncated
+            coverage = float(info["coverage"]) if "coverage" in info else None
+            result.episodes.append(EpisodeResult(steps, total, coverage))
+    finally:
+        env.close()
+    if video_path is not None and video_dir is not None:
+        recorded = sorted(video_dir.glob("*.mp4"))
+        if not recorded:
+            raise RuntimeError(f"no video was written in {video_dir}")
+        video_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(recorded[0]), video_path)
+        shutil.rmtree(video_dir, ignore_errors=True)
+    return result

@@ -1,0 +1,164 @@
+"""Build single and vectorized envs from an EnvConfig, with the standard preprocessing.
+
+Every env handed to the agent yields uint8 observations ``[C, H, W]`` with
+``C = frame_stack * channels_per_frame`` (newest frame last) and has a Box action space in
+[-1, 1] or a Discrete one. Preprocessing uses Gymnasium's wrappers (resize, grayscale, frame
+stack); the only wrapper of our own turns the stack into channels-first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+
+from wanderlust.envs import register_envs
+from wanderlust.novelty.base import ObsSpec
+from wanderlust.runtime.config import EnvConfig
+
+# Optional packages that register env ids when imported, by id prefix.
+_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("ALE/", "ale_py"),
+    ("Vizdoom", "vizdoom.gymnasium_wrapper"),
+    ("MiniGrid", "minigrid"),
+    ("BabyAI", "minigrid"),
+)
+_EXTRA_FOR_PLUGIN = {"ale_py": "atari", "vizdoom.gymnasium_wrapper": "vizdoom", "minigrid": "minigrid"}
+
+
+class UnknownEnvError(ValueError):
+    """The env id is not registered with Gymnasium."""
+
+
+def _import_plugin(module: str) -> bool:
+    """Import an optional env package so that its ids get registered; False if not installed."""
+    try:
+        imported = importlib.import_module(module)
+    except ImportError:
+        return False
+    if module == "ale_py":
+        gym.register_envs(imported)
+    return True
+
+
+def load_all_plugins() -> list[str]:
+    """Register every installed optional env package; returns the ones found."""
+    register_envs()
+    return [module for module in dict.fromkeys(m for _, m in _PLUGINS) if _import_plugin(module)]
+
+
+def ensure_registered(env_id: str) -> None:
+    """Import the package that provides ``env_id`` and check that Gymnasium knows it.
+
+    Raises UnknownEnvError with close matches, or with the pip extra to install.
+    """
+    register_envs()
+    for prefix, module in _PLUGINS:
+        if env_id.startswith(prefix) and not _import_plugin(module):
+            extra = _EXTRA_FOR_PLUGIN[module]
+            raise UnknownEnvError(f"env '{env_id}' needs the '{extra}' extra: pip install 'wanderlust[{extra}]'")
+    if env_id in gym.registry:
+        return
+    matches = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(m) for m in matches)}?" if matches else "; run 'wanderlust envs' to list ids"
+    raise UnknownEnvError(f"unknown env id '{env_id}'{hint}")
+
+
+def is_maze(env_id: str) -> bool:
+    return env_id.startswith("wanderlust/Maze")
+
+
+class ChannelsFirstStack(gym.ObservationWrapper):
+    """``[S, H, W, C]`` (frame stack of images) or ``[H, W, C]`` -> uint8 ``[S * C, H, W]``. Stateless."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        shape = env.observation_space.shape
+        if len(shape) == 4:
+            stack, height, width, channels = shape
+        elif len(shape) == 3:
+            stack, (height, width, channels) = 1, shape
+        else:
+            raise ValueError(f"expected image observations, got shape {shape}")
+        self._layout = (stack, height, width, channels)
+        self.observation_space = spaces.Box(0, 255, (stack * channels, height, width), np.uint8)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        stack, height, width, channels = self._layout
+        frames = np.asarray(observation, dtype=np.uint8).reshape(stack, height, width, channels)
+        return np.ascontiguousarray(frames.transpose(0, 3, 1, 2).reshape(stack * channels, height, width))
+
+
+def _image_observation(env: gym.Env, env_id: str) -> gym.Env:
+    """Pick the image out of Dict observations (vizdoom's ``screen``, MiniGrid's ``image``)."""
+    space = env.observation_space
+    if isinstance(space, spaces.Dict):
+        for key in ("screen", "image", "pixels", "rgb"):
+            if key in space.spaces:
+                return gym.wrappers.TransformObservation(env, lambda obs, key=key: obs[key], space.spaces[key])
+        raise ValueError(f"env '{env_id}' has Dict observations without an image key (keys: {', '.join(space.spaces)})")
+    if not (isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) in (2, 3)):
+        raise ValueError(
+            f"env '{env_id}' has observations {space}; wanderlust's agents need uint8 image frames (H, W[, C])"
+        )
+    if len(space.shape) == 2:
+        env = gym.wrappers.ReshapeObservation(env, (*space.shape, 1))
+    return env
+
+
+def _unit_actions(env: gym.Env, env_id: str) -> gym.Env:
+    space = env.action_space
+    if isinstance(space, spaces.Discrete):
+        return env
+    if isinstance(space, spaces.Box) and len(space.shape) == 1:
+        if np.all(space.low == -1) and np.all(space.high == 1):
+            return env
+        return gym.wrappers.RescaleAction(env, -1.0, 1.0)
+    raise ValueError(f"env '{env_id}' has action space {space}; wanderlust supports Box (1-D) and Discrete")
+
+
+def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
+    """One preprocessed env (not seeded: seed it through ``reset(seed=...)``)."""
+    ensure_registered(config.env_id)
+    kwargs: dict = {}
+    if is_maze(config.env_id):
+        kwargs = {"size": config.maze_size, "obs_size": config.maze_obs_size}
+        if config.max_episode_steps is not None:
+            kwargs["max_steps"] = config.max_episode_steps
+    elif config.max_episode_steps is not None:
+        kwargs["max_episode_steps"] = config.max_episode_steps
+    env = gym.make(config.env_id, render_mode=render_mode, **kwargs)
+    env = gym.wrappers.RecordEpisodeStatistics(env)  # raw returns in info["episode"]
+    env = _image_observation(env, config.env_id)
+    env = _unit_actions(env, config.env_id)
+    if config.frame_size is not None and env.observation_space.shape[:2] != (config.frame_size, config.frame_size):
+        try:
+            import cv2  # noqa: F401  (Gymnasium's ResizeObservation needs OpenCV)
+        except ImportError:
+            raise ValueError("resizing frames needs OpenCV: pip install opencv-python-headless") from None
+        env = gym.wrappers.ResizeObservation(env, (config.frame_size, config.frame_size))
+    if config.grayscale and env.observation_space.shape[-1] == 3:
+        env = gym.wrappers.GrayscaleObservation(env, keep_dim=True)
+    if config.frame_stack > 1:
+        env = gym.wrappers.FrameStackObservation(env, config.frame_stack)
+    return ChannelsFirstStack(env)
+
+
+def make_vector_env(config: EnvConfig, render_mode: str | None = None) -> gym.vector.VectorEnv:
+    """N preprocessed envs with same-step autoreset: when an episode ends, ``step`` returns the
+    reset observation and ``info["final_obs"]`` / ``info["final_info"]`` hold the last ones."""
+    fns: list[Callable[[], gym.Env]] = [lambda: make_env(config, render_mode) for _ in range(config.num_envs)]
+    if config.vector_mode == "async":
+        return gym.vector.AsyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP, context="spawn")
+    return gym.vector.SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+def obs_spec(observation_space: spaces.Box, config: EnvConfig) -> ObsSpec:
+    """Describe the agent-facing observations for the novelty modules."""
+    channels, height, width = observation_space.shape
+    return ObsSpec(shape=(channels, height, width), channels_per_frame=channels // config.frame_stack)

@@ -1,0 +1,192 @@
+"""Episodic novelty as in Never Give Up (Badia et al. 2020), without the life-long modulator.
+
+Each env keeps the embeddings of the frames it saw this episode. A new frame is novel when its
+embedding is far from its k nearest neighbours in that memory: with squared distances ``d_j``
+divided by a running mean of k-NN squared distances, ``d_j <- max(d_j - xi, 0)``, kernel
+``K_j = eps / (d_j + eps)``, similarity ``s = sqrt(sum_j K_j) + c`` and reward ``1 / s`` (0 when
+``s > max_similarity``). The embedding network is trained with an inverse-dynamics loss (which
+action led from ``x_t`` to ``x_t+1``?), so it keeps the controllable part of the frame.
+
+Shapes: ``N`` envs, ``M`` memory capacity, ``k`` neighbours, ``D`` embedding size, ``B`` batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium
+import torch
+from torch import nn
+
+from wanderlust.novelty.base import NoveltyBatch, ObsSpec, newest_frame
+from wanderlust.novelty.nets import (
+    action_size, check_actions, flat_size, inverse_dynamics_loss, nature_conv, orthogonal_init,
+)
+from wanderlust.novelty.support import (
+    check_obs, check_obs_spec, check_positive, cpu_copy, episode_ends_mask, load_optimizer_state, load_tensor,
+    minibatches, optimizer_state,
+)
+from wanderlust.runtime.normalize import RunningMeanStd
+
+
+@dataclass
+class EpisodicConfig:
+    """Hyperparameters of :class:`EpisodicNovelty` (defaults from NGU)."""
+
+    embedding_dim: int = 32
+    """D: size of the controllable-state embedding."""
+    capacity: int = 2000
+    """M: embeddings kept per env and episode; the oldest is overwritten when full."""
+    num_neighbors: int = 10
+    """k: nearest neighbours used for the similarity."""
+    kernel_epsilon: float = 1e-3
+    """eps of the inverse kernel eps / (d + eps)."""
+    cluster_distance: float = 0.008
+    """xi: normalised distances below this count as the same place."""
+    pseudo_count_constant: float = 1e-3
+    """c: added to sqrt(sum of kernels)."""
+    max_similarity: float = 8.0
+    """Reward is 0 when the similarity exceeds this (the frame is thoroughly known)."""
+    hidden_size: int = 128
+    """Width of the inverse-dynamics head's hidden layer."""
+    learning_rate: float = 5e-4
+    """Adam learning rate of the embedding network and inverse head."""
+    update_epochs: int = 1
+    """Passes over the rollout per update()."""
+    minibatch_size: int = 256
+    """Transitions per gradient step."""
+
+
+def nearest_squared_distances(
+    query: torch.Tensor, memory: torch.Tensor, counts: torch.Tensor, num_neighbors: int
+) -> torch.Tensor:
+    """Squared Euclidean distances ``[N, min(k, M)]`` from ``query [N, D]`` to its k nearest entries.
+
+    ``memory [N, M, D]`` holds ``min(counts[i], M)`` valid entries for env ``i``; missing
+    neighbours (fewer valid entries than k) are ``inf``.
+    """
+    capacity = memory.shape[1]
+    distances = (memory - query[:, None]).pow(2).sum(dim=2)  # [N, M]
+    filled = torch.arange(capacity, device=memory.device)[None, :] < counts.clamp(max=capacity)[:, None]
+    distances = distances.masked_fill(~filled, float("inf"))
+    return distances.topk(min(num_neighbors, capacity), dim=1, largest=False).values
+
+
+def episodic_novelty(squared_distances: torch.Tensor, distance_mean: torch.Tensor, config: EpisodicConfig) -> torch.Tensor:
+    """NGU's episodic reward ``[N]`` from k-NN squared distances ``[N, k]`` (``inf`` = no neighbour)."""
+    distances = squared_distances / distance_mean.clamp_min(1e-8)
+    distances = (distances - config.cluster_distance).clamp_min(0.0)
+    kernel = config.kernel_epsilon / (distances + config.kernel_epsilon)  # inf -> 0
+    similarity = kernel.sum(dim=1).sqrt() + config.pseudo_count_constant
+    return torch.where(similarity > config.max_similarity, torch.zeros_like(similarity), 1.0 / similarity)
+
+
+class EpisodicNovelty:
+    """Per-env episodic memory of inverse-dynamics embeddings; reward from k-NN similarity."""
+
+    name = "episodic"
+    sequential = True
+
+    def __init__(
+        self, obs_spec: ObsSpec, action_space: gymnasium.spaces.Space, num_envs: int, config: EpisodicConfig,
+        device: torch.device | str,
+    ) -> None:
+        check_obs_spec(obs_spec)
+        for field in ("embedding_dim", "capacity", "num_neighbors", "kernel_epsilon", "max_similarity",
+                      "hidden_size", "learning_rate", "update_epochs", "minibatch_size"):
+            check_positive(getattr(config, field), f"episodic.{field}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.obs_spec = obs_spec
+        self.action_space = action_space
+        self.num_envs = num_envs
+        self.config = config
+        self.device = torch.device(device)
+        _, height, width = obs_spec.shape
+        frame_shape = (obs_spec.channels_per_frame, height, width)
+        trunk = nature_conv(obs_spec.channels_per_frame, nn.ReLU)
+        self.embedding = nn.Sequential(trunk, nn.Linear(flat_size(trunk, frame_shape, "episodic"), config.embedding_dim))
+        self.inverse_model = nn.Sequential(
+            nn.Linear(2 * config.embedding_dim, config.hidden_size), nn.ReLU(),
+            nn.Linear(config.hidden_size, action_size(action_space)),
+        )
+        self.networks = nn.ModuleDict({"embedding": self.embedding, "inverse_model": self.inverse_model})
+        orthogonal_init(self.networks)
+        self.networks.to(self.device)
+        self.optimizer = torch.optim.Adam(self.networks.parameters(), lr=config.learning_rate)
+        self.memory = torch.zeros((num_envs, config.capacity, config.embedding_dim), device=self.device)
+        """[N, M, D] ring buffer of this episode's embeddings; env i writes slot counts[i] % M next."""
+        self.counts = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        """[N] embeddings written since each env's episode began (0 = empty)."""
+        self.distance_stats = RunningMeanStd(())
+        """Running mean of k-NN squared distances (its ``mean`` normalises distances)."""
+
+    def embed(self, obs: torch.Tensor) -> torch.Tensor:
+        """uint8 ``[B, C, H, W]`` -> embedding ``[B, D]`` of the newest frame (scaled to [0, 1])."""
+        frame = newest_frame(obs.to(self.device), self.obs_spec.channels_per_frame)
+        return self.embedding(frame.to(torch.float32) / 255.0)
+
+    def reward(
+        self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, episode_ends: torch.Tensor
+    ) -> torch.Tensor:
+        """``[N]`` episodic novelty of each env's ``next_obs``; then remember it (forget at episode ends)."""
+        check_obs(obs, self.obs_spec, "obs", self.num_envs)
+        check_obs(next_obs, self.obs_spec, "next_obs", self.num_envs)
+        ends = episode_ends_mask(episode_ends, self.num_envs, self.device)
+        capacity = self.config.capacity
+        with torch.no_grad():
+            new_embedding = self.embed(next_obs)  # [N, D]
+            empty = self.counts == 0
+            if bool(empty.any()):  # first step of an episode: compare against the start frame
+                self.memory[empty, 0] = self.embed(obs.to(self.device)[empty])
+                self.counts[empty] = 1
+            squared = nearest_squared_distances(new_embedding, self.memory, self.counts, self.config.num_neighbors)
+            finite = squared[torch.isfinite(squared)].to(torch.float64).cpu()
+            if finite.numel() > 0:
+                self.distance_stats.update(finite)
+            distance_mean = self.distance_stats.mean.to(device=self.device, dtype=torch.float32)
+            novelty = episodic_novelty(squared, distance_mean, self.config)
+            envs = torch.arange(self.num_envs, device=self.device)
+            self.memory[envs, self.counts % capacity] = new_embedding
+            self.counts += 1
+            self.counts[ends] = 0
+        return novelty
+
+    def update(self, batch: NoveltyBatch) -> dict[str, float]:
+        """Train the embedding with the inverse-dynamics loss on the rollout."""
+        check_obs(batch.obs, self.obs_spec, "batch.obs")
+        check_obs(batch.next_obs, self.obs_spec, "batch.next_obs", batch.obs.shape[0])
+        check_actions(batch.actions, self.action_space, batch.obs.shape[0])
+        config = self.config
+        obs, next_obs, actions = (x.to(self.device) for x in (batch.obs, batch.next_obs, batch.actions))
+        losses = []
+        for _ in range(config.update_epochs):
+            for index in minibatches(obs.shape[0], config.minibatch_size, self.device):
+                loss = self.inverse_loss(obs[index], next_obs[index], actions[index]).mean()
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.optimizer.step()
+                losses.append(loss.detach())
+        return {"novelty/episodic_inverse_loss": float(torch.stack(losses).mean())}
+
+    def inverse_loss(self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Per-sample inverse-dynamics loss ``[B]`` of predicting ``actions`` from both embeddings."""
+        embedding, next_embedding = self.embed(torch.cat([obs, next_obs])).split(obs.shape[0])
+        output = self.inverse_model(torch.cat([embedding, next_embedding], dim=1))
+        return inverse_dynamics_loss(output, actions, self.action_space)
+
+    def state_dict(self) -> dict:
+        return {
+            "networks": cpu_copy(self.networks.state_dict()),
+            "optimizer": optimizer_state(self.optimizer),
+            "memory": cpu_copy(self.memory),
+            "counts": cpu_copy(self.counts),
+            "distance_stats": self.distance_stats.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.networks.load_state_dict(state["networks"])
+        load_optimizer_state(self.optimizer, state["optimizer"])
+        self.memory = load_tensor(state["memory"], self.memory)
+        self.counts = load_tensor(state["counts"], self.counts)
+        self.distance_stats.load_state_dict(state["distance_stats"])

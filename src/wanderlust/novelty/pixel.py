@@ -1,0 +1,112 @@
+"""Pixel novelty: the seed's metric done right.
+
+The reward of ``obs -> next_obs`` in env ``i`` is the mean absolute grayscale difference (in [0, 1])
+between the new frame and each of the last ``K`` frames env ``i`` saw in this episode, averaged over
+those frames and all pixels. The new frame joins the history only *after* it has been scored (the
+seed compared a frame with a history that already contained it, which biased every reward towards
+zero).
+
+Shapes: ``N`` envs, ``K`` history length, ``H, W`` frame size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from wanderlust.novelty.base import NoveltyBatch, ObsSpec, newest_frame, to_grayscale
+from wanderlust.novelty.support import (
+    check_obs, check_obs_spec, cpu_copy, episode_ends_mask, load_tensor,
+)
+
+
+@dataclass
+class PixelConfig:
+    """Hyperparameters of :class:`PixelNovelty`."""
+
+    history: int = 50
+    """K: how many of the env's most recent frames (this episode) the new frame is compared with."""
+
+
+def gray_frames(obs: torch.Tensor, channels_per_frame: int) -> torch.Tensor:
+    """uint8 ``[B, C, H, W]`` -> the newest frame as uint8 grayscale ``[B, H, W]``.
+
+    RGB is converted with the ITU-R 601 luma weights and rounded to integers, like PIL's
+    ``convert("L")`` that the seed used.
+    """
+    gray = to_grayscale(newest_frame(obs, channels_per_frame))
+    return gray.round().clamp(0, 255).to(torch.uint8)
+
+
+def history_mask(counts: torch.Tensor, capacity: int) -> torch.Tensor:
+    """``counts [N]`` (entries ever written this episode) -> bool ``[N, capacity]``, True where filled."""
+    slots = torch.arange(capacity, device=counts.device)
+    return slots[None, :] < counts.clamp(max=capacity)[:, None]
+
+
+def mean_abs_difference(frame: torch.Tensor, history: torch.Tensor, filled: torch.Tensor) -> torch.Tensor:
+    """Mean absolute difference, scaled to [0, 1], of each frame to its env's filled history slots.
+
+    ``frame [N, H, W]``, ``history [N, K, H, W]`` (0..255), ``filled [N, K]`` bool -> ``[N]`` float32:
+    the mean over filled slots of the per-pixel mean ``|frame - slot| / 255``; 0 where nothing is filled.
+    """
+    per_slot = (history.to(torch.float32) - frame.to(torch.float32)[:, None]).abs().mean(dim=(2, 3)) / 255.0
+    weights = filled.to(torch.float32)
+    return (per_slot * weights).sum(dim=1) / weights.sum(dim=1).clamp_min(1.0)
+
+
+class PixelNovelty:
+    """Mean absolute grayscale difference to the env's last ``K`` frames (no learned parts)."""
+
+    name = "pixel"
+    sequential = True
+
+    def __init__(self, obs_spec: ObsSpec, num_envs: int, config: PixelConfig, device: torch.device | str) -> None:
+        check_obs_spec(obs_spec)
+        if config.history < 1:
+            raise ValueError(f"pixel history must be >= 1 frame, got {config.history}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.obs_spec = obs_spec
+        self.num_envs = num_envs
+        self.config = config
+        self.device = torch.device(device)
+        _, height, width = obs_spec.shape
+        self.frames = torch.zeros((num_envs, config.history, height, width), dtype=torch.uint8, device=self.device)
+        """[N, K, H, W] ring buffer of grayscale frames; env i's next frame goes to slot counts[i] % K."""
+        self.counts = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        """[N] frames written to each env's history since its episode began (0 = empty)."""
+
+    def reward(
+        self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, episode_ends: torch.Tensor
+    ) -> torch.Tensor:
+        """``[N]`` novelty of each env's new frame (newest frame of ``next_obs``) against its history."""
+        check_obs(obs, self.obs_spec, "obs", self.num_envs)
+        check_obs(next_obs, self.obs_spec, "next_obs", self.num_envs)
+        ends = episode_ends_mask(episode_ends, self.num_envs, self.device)
+        capacity = self.config.history
+        with torch.no_grad():
+            obs, next_obs = obs.to(self.device), next_obs.to(self.device)
+            new_frame = gray_frames(next_obs, self.obs_spec.channels_per_frame)  # [N, H, W]
+            empty = self.counts == 0
+            if bool(empty.any()):  # first step of an episode: compare against the start frame
+                self.frames[empty, 0] = gray_frames(obs[empty], self.obs_spec.channels_per_frame)
+                self.counts[empty] = 1
+            novelty = mean_abs_difference(new_frame, self.frames, history_mask(self.counts, capacity))
+            envs = torch.arange(self.num_envs, device=self.device)
+            self.frames[envs, self.counts % capacity] = new_frame
+            self.counts += 1
+            self.counts[ends] = 0
+        return novelty
+
+    def update(self, batch: NoveltyBatch) -> dict[str, float]:
+        """Nothing to train."""
+        return {}
+
+    def state_dict(self) -> dict:
+        return cpu_copy({"frames": self.frames, "counts": self.counts})
+
+    def load_state_dict(self, state: dict) -> None:
+        self.frames = load_tensor(state["frames"], self.frames)
+        self.counts = load_tensor(state["counts"], self.counts)

@@ -1,0 +1,199 @@
+"""Training configuration: nested dataclasses, named presets, validation, JSON round trip.
+
+The resolved config is saved in every run folder (``config.json``) and is what ``--resume``,
+``play`` and ``eval`` rebuild the agent from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from wanderlust.agent.encoders import ENCODER_NAMES
+from wanderlust.algo.ppo import PPOConfig
+from wanderlust.novelty import NOVELTY_NAMES, NoveltyConfig
+
+
+@dataclass
+class EnvConfig:
+    """Which game to play and how its frames are preprocessed."""
+
+    env_id: str = "wanderlust/Maze-v0"
+    """A Gymnasium id (``wanderlust/Maze-v0``, ``ALE/MontezumaRevenge-v5``, ...)."""
+    num_envs: int = 8
+    """Number of environments stepped in parallel (N)."""
+    vector_mode: str = "sync"
+    """``sync`` (one process) or ``async`` (one subprocess per env)."""
+    frame_size: int | None = None
+    """Resize frames to frame_size x frame_size; None keeps the env's size."""
+    grayscale: bool = False
+    """Convert RGB frames to one grayscale channel."""
+    frame_stack: int = 4
+    """Number of most recent frames stacked along channels."""
+    max_episode_steps: int | None = None
+    """Truncate episodes after this many steps; None keeps the env's own limit."""
+    maze_size: int = 9
+    """Cells per side of the built-in maze (maze envs only)."""
+    maze_obs_size: int = 64
+    """Rendered view size of the built-in maze (maze envs only)."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything that defines a training run."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """The game and its preprocessing."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    """PPO hyperparameters."""
+    novelty_name: str = "episodic"
+    """Intrinsic reward: pixel, rnd, icm, episodic or none."""
+    novelty: NoveltyConfig = field(default_factory=NoveltyConfig)
+    """Hyperparameters of every novelty module (only the chosen one is used)."""
+    normalize_intrinsic: bool = True
+    """Divide intrinsic rewards by the running std of their discounted return (as RND)."""
+    encoder: str = "nature"
+    """Policy encoder preset: nature, impala or seed."""
+    total_steps: int = 200_000
+    """Environment steps to train for (summed over envs)."""
+    seed: int = 1
+    """Seed for envs, networks and sampling."""
+    device: str = "cpu"
+    """Torch device for learning (cpu, cuda, cuda:1, auto)."""
+    torch_threads: int = 0
+    """torch.set_num_threads; 0 lets wanderlust pick (all cores)."""
+    checkpoint_every: int = 50_000
+    """Write a checkpoint every this many env steps (and always at the end)."""
+    keep_checkpoints: int = 3
+    """How many recent checkpoints to keep."""
+    log_every: int = 1
+    """Log metrics every this many PPO updates."""
+
+    def validate(self) -> None:
+        """Raise ValueError with a one-line message for any bad value."""
+        if self.novelty_name not in NOVELTY_NAMES:
+            raise ValueError(f"unknown novelty '{self.novelty_name}'; choose one of {', '.join(NOVELTY_NAMES)}")
+        if self.encoder not in ENCODER_NAMES:
+            raise ValueError(f"unknown encoder '{self.encoder}'; choose one of {', '.join(ENCODER_NAMES)}")
+        _positive("total_steps", self.total_steps)
+        _positive("checkpoint_every", self.checkpoint_every)
+        _positive("keep_checkpoints", self.keep_checkpoints)
+        _positive("log_every", self.log_every)
+        _positive("num_envs", self.env.num_envs)
+        _positive("frame_stack", self.env.frame_stack)
+        if self.torch_threads < 0:
+            raise ValueError(f"torch_threads must be >= 0, got {self.torch_threads}")
+        if self.env.vector_mode not in ("sync", "async"):
+            raise ValueError(f"vector_mode must be 'sync' or 'async', got '{self.env.vector_mode}'")
+        if self.env.frame_size is not None and not 8 <= self.env.frame_size <= 1024:
+            raise ValueError(f"frame_size must be between 8 and 1024, got {self.env.frame_size}")
+        if self.env.max_episode_steps is not None:
+            _positive("max_episode_steps", self.env.max_episode_steps)
+        self.ppo.validate()
+        batch = self.ppo.num_steps * self.env.num_envs
+        if batch % self.ppo.num_minibatches:
+            raise ValueError(
+                f"num_steps * num_envs ({batch}) must be divisible by num_minibatches ({self.ppo.num_minibatches})"
+            )
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per PPO update (T * N)."""
+        return self.ppo.num_steps * self.env.num_envs
+
+    @property
+    def num_updates(self) -> int:
+        """PPO updates needed to reach total_steps (rounded up)."""
+        return max(1, math.ceil(self.total_steps / self.batch_size))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        """Rebuild from ``to_dict()`` output; unknown keys raise ValueError naming them."""
+        return _from_dict(cls, data, "config")
+
+
+def _positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _from_dict(cls: type, data: dict[str, Any], path: str) -> Any:
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must be a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown config key(s) {', '.join(f'{path}.{k}' for k in unknown)}")
+    kwargs = {}
+    for name, value in data.items():
+        default = getattr(cls(), name)
+        if dataclasses.is_dataclass(default):
+            kwargs[name] = _from_dict(type(default), value, f"{path}.{name}")
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def set_by_path(config: TrainConfig, dotted: str, raw: str) -> None:
+    """Apply a ``--set ppo.learning_rate=1e-4`` style override, parsing ``raw`` by the field's type."""
+    target: Any = config
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        if not dataclasses.is_dataclass(target) or not hasattr(target, part):
+            raise ValueError(f"unknown config key '{dotted}'")
+        target = getattr(target, part)
+    leaf = parts[-1]
+    if not dataclasses.is_dataclass(target) or leaf not in {f.name for f in dataclasses.fields(target)}:
+        raise ValueError(f"unknown config key '{dotted}'")
+    current = getattr(target, leaf)
+    setattr(target, leaf, _parse_like(current, raw, dotted))
+
+
+def _parse_like(current: Any, raw: str, name: str) -> Any:
+    text = raw.strip()
+    if text.lower() in ("none", "null"):
+        return None
+    try:
+        if isinstance(current, bool):
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(current, int):
+            return int(float(text)) if float(text).is_integer() else int(text)
+        if isinstance(current, float) or current is None:
+            try:
+                return int(text)
+            except ValueError:
+                return float(text)
+    except ValueError:
+        raise ValueError(f"bad value for {name}: '{raw}' is not a {type(current).__name__}") from None
+    return text
+
+
+PRESETS: dict[str, str] = {
+    "default": "Defaults: the built-in maze, episodic novelty, Nature CNN, 8 envs x 128 steps.",
+    "quick": "A tiny run for smoke tests: 2 envs x 32 steps, 2 epochs, seed encoder.",
+}
+
+
+def make_preset(name: str) -> TrainConfig:
+    """A named starting config; command-line options are applied on top."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset '{name}'; choose one of {', '.join(PRESETS)}")
+    config = TrainConfig()
+    if name == "quick":
+        config.env.num_envs = 2
+        config.ppo.num_steps = 32
+        config.ppo.num_minibatches = 2
+        config.ppo.update_epochs = 2
+        config.encoder = "seed"
+        config.total_steps = 2_048
+        config.checkpoint_every = 1_024
+    return config

@@ -1,0 +1,114 @@
+"""The command line: defaults, one-line errors that lose nothing, play/eval/doctor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wanderlust.cli import main
+
+TINY = ["--preset", "quick", "--set", "env.maze_size=5", "--set", "env.maze_obs_size=32", "--set", "env.frame_stack=2",
+        "--num-steps", "16", "--no-progress"]
+
+
+def run_cli(*args: str) -> int:
+    return main(list(args))
+
+
+def test_train_play_eval_round_trip(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "64", "--novelty", "pixel", "--run-dir", str(run)) == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config["novelty_name"] == "pixel" and config["total_steps"] == 64
+    assert config["env"]["env_id"] == "wanderlust/Maze-v0"
+    capsys.readouterr()
+    assert run_cli("eval", str(run), "--episodes", "2") == 0
+    out = capsys.readouterr().out
+    assert "2 episodes" in out and "mean coverage" in out
+    video = tmp_path / "episode.mp4"
+    assert run_cli("play", str(run), "--video", str(video)) == 0
+    assert video.stat().st_size > 1000
+    assert video.read_bytes()[4:8] == b"ftyp"  # an MP4 container
+
+
+def test_existing_run_folder_is_refused_and_kept(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    keep = run / "notes.txt"
+    keep.write_text("mine")
+    assert run_cli("train", *TINY, "--total-steps", "32", "--run-dir", str(run)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--resume" in err[0]
+    assert keep.read_text() == "mine" and sorted(p.name for p in run.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["train", "wanderlust/Maze-v1"], "did you mean 'wanderlust/Maze-v0'"),
+        (["train", "--novelty", "curious"], "unknown novelty 'curious'"),
+        (["train", "--total-steps", "0"], "total_steps must be a positive integer"),
+        (["train", "--num-envs", "-2"], "num_envs must be a positive integer"),
+        (["train", "--set", "ppo.learning_rat=1"], "unknown config key 'ppo.learning_rat'"),
+        (["train", "--set", "ppo.clip_coef=abc"], "bad value for ppo.clip_coef"),
+        (["train", "--resume"], "--resume needs --run-dir"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(*args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert expected in err[0]
+    assert not (tmp_path / "runs").exists()  # nothing created for a refused run
+
+
+def test_corrupt_latest_checkpoint_falls_back_and_foreign_one_is_refused(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "64", "--set", "checkpoint_every=32", "--run-dir", str(run)) == 0
+    checkpoints = sorted((run / "checkpoints").glob("ckpt-*"))
+    assert len(checkpoints) == 2
+    tensors = checkpoints[-1] / "tensors.safetensors"
+    data = bytearray(tensors.read_bytes())
+    data[-10:] = b"\x00" * 10
+    tensors.write_bytes(bytes(data))
+    with pytest.warns(UserWarning):
+        assert run_cli("eval", str(run), "--episodes", "1") == 0
+    assert tensors.exists()  # nothing deleted
+    for checkpoint in checkpoints:
+        (checkpoint / "manifest.json").write_text('{"format": "something-else"}')
+    assert run_cli("eval", str(run), "--episodes", "1") == 2
+    assert "checkpoint" in capsys.readouterr().err
+
+
+def test_doctor_passes_for_the_agent_and_flags_the_original_loop(capsys):
+    assert run_cli("doctor", "--check-original", "--novelty", "rnd") == 0
+    out = capsys.readouterr().out
+    assert "get finite, non-zero gradients" in out
+    assert "unchanged by learning" in out
+    assert "no gradient reaches any of the" in out and "log pi(a|s)" in out
+
+
+def test_sigterm_saves_a_checkpoint_and_exits_130(tmp_path):
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wanderlust.cli", "train", *TINY, "--total-steps", "100000", "--run-dir", str(run)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not (run / "metrics.jsonl").exists():
+        time.sleep(0.2)
+    assert (run / "metrics.jsonl").exists(), proc.stderr.read() if proc.poll() is not None else "no metrics yet"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "checkpoint saved" in err
+    assert list((run / "checkpoints").glob("ckpt-*"))
