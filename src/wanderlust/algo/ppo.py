@@ -109,7 +109,7 @@ def clipped_surrogate_loss(
     loss = torch.max(unclipped, clipped).mean()
     with torch.no_grad():
         approx_kl = ((ratio - 1.0) - log_ratio).mean()
-        clip_fraction = ((ratio - 1.0).abs() > clip_coef).float().mean()
+        clip_fraction = ((ratio - 1.0).abs() > clip_coef).to(ratio.dtype).mean()
     return loss, approx_kl, clip_fraction
 
 

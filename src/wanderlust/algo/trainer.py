@@ -19,7 +19,7 @@ import torch
 
 from wanderlust.agent.actor_critic import ActorCritic
 from wanderlust.algo.gae import compute_gae
-from wanderlust.algo.ppo import ppo_update
+from wanderlust.algo.ppo import learning_rate_at, ppo_update
 from wanderlust.algo.storage import RolloutStorage
 from wanderlust.envs.factory import make_vector_env, obs_spec
 from wanderlust.novelty import make_novelty
@@ -221,9 +221,7 @@ def train(
     start_time, start_step = time.perf_counter(), learner.global_step
     try:
         while learner.updates < config.num_updates:
-            if ppo.anneal_lr:
-                fraction_left = 1.0 - learner.updates / config.num_updates
-                learner.optimizer.param_groups[0]["lr"] = fraction_left * ppo.learning_rate
+            learner.optimizer.param_groups[0]["lr"] = learning_rate_at(ppo, learner.updates, config.num_updates)
 
             next_obs_np, raw_intrinsic = collect_rollout(
                 envs, learner, storage, next_obs_np, on_step=lambda infos: _episode_stats(infos, returns, lengths, coverages)

@@ -72,7 +72,9 @@ def nearest_squared_distances(
     return distances.topk(min(num_neighbors, capacity), dim=1, largest=False).values
 
 
-def episodic_novelty(squared_distances: torch.Tensor, distance_mean: torch.Tensor, config: EpisodicConfig) -> torch.Tensor:
+def episodic_novelty(
+    squared_distances: torch.Tensor, distance_mean: torch.Tensor, config: EpisodicConfig
+) -> torch.Tensor:
     """NGU's episodic reward ``[N]`` from k-NN squared distances ``[N, k]`` (``inf`` = no neighbour)."""
     distances = squared_distances / distance_mean.clamp_min(1e-8)
     distances = (distances - config.cluster_distance).clamp_min(0.0)
@@ -105,7 +107,8 @@ class EpisodicNovelty:
         _, height, width = obs_spec.shape
         frame_shape = (obs_spec.channels_per_frame, height, width)
         trunk = nature_conv(obs_spec.channels_per_frame, nn.ReLU)
-        self.embedding = nn.Sequential(trunk, nn.Linear(flat_size(trunk, frame_shape, "episodic"), config.embedding_dim))
+        trunk_size = flat_size(trunk, frame_shape, "episodic")
+        self.embedding = nn.Sequential(trunk, nn.Linear(trunk_size, config.embedding_dim))
         self.inverse_model = nn.Sequential(
             nn.Linear(2 * config.embedding_dim, config.hidden_size), nn.ReLU(),
             nn.Linear(config.hidden_size, action_size(action_space)),

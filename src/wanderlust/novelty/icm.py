@@ -47,8 +47,8 @@ class ICMConfig:
     """Width of the hidden layer of the forward and inverse models."""
     learning_rate: float = 1e-3
     """Adam learning rate of encoder, forward and inverse models."""
-    update_epochs: int = 3
-    """Passes over the rollout per update()."""
+    update_epochs: int = 1
+    """Passes over the rollout per update() (the paper took one gradient step per batch)."""
     minibatch_size: int = 256
     """Transitions per gradient step (also the chunk size of reward())."""
 
@@ -106,7 +106,7 @@ class ICMNovelty:
         size = self.config.minibatch_size
         with torch.no_grad():
             return torch.cat([
-                self.config.eta * self._losses(o, n, a)[1]
+                self.config.eta * self.losses(o, n, a)[1]
                 for o, n, a in zip(obs.split(size), next_obs.split(size), actions.split(size))
             ])
 
@@ -118,7 +118,8 @@ class ICMNovelty:
         forward_losses, inverse_losses = [], []
         for _ in range(config.update_epochs):
             for index in minibatches(obs.shape[0], config.minibatch_size, self.device):
-                inverse_loss, forward_loss = (x.mean() for x in self._losses(obs[index], next_obs[index], actions[index]))
+                per_sample_inverse, per_sample_forward = self.losses(obs[index], next_obs[index], actions[index])
+                inverse_loss, forward_loss = per_sample_inverse.mean(), per_sample_forward.mean()
                 loss = (1.0 - config.beta) * inverse_loss + config.beta * forward_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -137,7 +138,7 @@ class ICMNovelty:
         self.networks.load_state_dict(state["networks"])
         load_optimizer_state(self.optimizer, state["optimizer"])
 
-    def _losses(
+    def losses(
         self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-sample (inverse loss ``[B]``, forward error ``[B]``) of a minibatch."""

@@ -1,0 +1,28 @@
+"""The built-in first-person maze (``wanderlust/Maze-v0``, ``wanderlust/MazeDiscrete-v0``).
+
+Modules: ``layout`` (maze graph and walls), ``physics`` (kinematics, collisions),
+``textures`` (colour tables), ``raycast`` (first-person renderer), ``mapview`` (top-down
+map), ``env`` (the Gymnasium env) and ``explorers`` (oracle and random baselines).
+"""
+
+from wanderlust.envs.maze.env import DISCRETE_ACTIONS, MazeEnv
+from wanderlust.envs.maze.explorers import (
+    EXPLORER_NAMES,
+    OracleExplorer,
+    RandomExplorer,
+    make_explorer,
+    run_explorer,
+)
+from wanderlust.envs.maze.layout import MazeLayout, generate_layout
+
+__all__ = [
+    "DISCRETE_ACTIONS",
+    "EXPLORER_NAMES",
+    "MazeEnv",
+    "MazeLayout",
+    "OracleExplorer",
+    "RandomExplorer",
+    "generate_layout",
+    "make_explorer",
+    "run_explorer",
+]

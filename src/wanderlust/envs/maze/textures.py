@@ -40,13 +40,28 @@ def fog_factor(distance: np.ndarray | float) -> np.ndarray:
     return np.maximum(0.2, 1.0 / (1.0 + 0.15 * np.asarray(distance, dtype=np.float64)))
 
 
-def region_colors(n_regions: int) -> np.ndarray:
-    """``[n_regions, 3]`` float RGB in [0, 1]: evenly spaced hues between 40 and 320 degrees.
+def hue_stride(n_regions: int) -> int:
+    """Step through the hue circle so consecutive region ids get far-apart hues.
 
-    Pure red (hue 0) is left out so the goal pillar is the only red thing in view.
+    The largest ``k <= n / 2`` coprime with ``n`` (1 when ``n <= 2``), so that
+    ``(region * k) % n`` is a permutation.
+    """
+    for k in range(n_regions // 2, 1, -1):
+        if math.gcd(k, n_regions) == 1:
+            return k
+    return 1
+
+
+def region_colors(n_regions: int) -> np.ndarray:
+    """``[n_regions, 3]`` float RGB in [0, 1]: distinct hues between 40 and 320 degrees.
+
+    Region ``i`` takes hue number ``(i * hue_stride(n)) % n`` of ``n`` evenly spaced hues, so
+    neighbouring regions differ strongly. Pure red (hue 0) is left out so the goal pillar is
+    the only red thing in view.
     """
     hues = np.linspace(40.0, 320.0, n_regions) if n_regions > 1 else np.array([40.0])
-    return np.array([colorsys.hsv_to_rgb(h / 360.0, 0.55, 0.9) for h in hues])
+    order = (np.arange(n_regions) * hue_stride(n_regions)) % n_regions
+    return np.array([colorsys.hsv_to_rgb(h / 360.0, 0.55, 0.9) for h in hues[order]])
 
 
 def wall_patterns() -> np.ndarray:
@@ -90,22 +105,20 @@ def wall_table(n_regions: int) -> np.ndarray:
     return table
 
 
-def background(height: int, width: int, focal: float, max_shift: int) -> np.ndarray:
-    """``[height + 2 * max_shift, width, 3]`` uint8: ceiling above, floor below a horizon.
+def background(height: int, focal: float, max_shift: int) -> np.ndarray:
+    """``[height + 2 * max_shift, 3]`` uint8 row colours: ceiling above, floor below a horizon.
 
-    The horizon lies between rows ``max_shift + height // 2 - 1`` and ``max_shift + height // 2``
-    (for even heights), so slicing ``height`` rows starting at ``max_shift - shift`` gives a
-    frame whose horizon is ``shift`` rows below the centre. A row ``o`` pixels from the
-    horizon shows floor/ceiling at distance ``0.5 * focal / o`` (eye at half wall height),
-    shaded by ``fog_factor``.
+    The horizon lies ``max_shift + height / 2`` rows from the top, so the ``height`` rows
+    starting at ``max_shift - shift`` are the backdrop of a frame whose horizon is ``shift``
+    rows below the centre. A row ``o`` pixels from the horizon shows floor/ceiling at
+    distance ``0.5 * focal / o`` (eye at half wall height), shaded by ``fog_factor``.
     """
     rows = height + 2 * max_shift
     offset = np.arange(rows) + 0.5 - (max_shift + height / 2.0)  # [rows], >0 below horizon
     distance = 0.5 * focal / np.maximum(np.abs(offset), 1e-6)
     shade = fog_factor(distance)[:, None]  # [rows, 1]
     rgb = np.where(offset[:, None] > 0, np.array(FLOOR_RGB), np.array(CEILING_RGB)) * shade
-    column = np.clip(np.round(rgb), 0, 255).astype(np.uint8)  # [rows, 3]
-    return np.ascontiguousarray(np.broadcast_to(column[:, None, :], (rows, width, 3)))
+    return np.clip(np.round(rgb), 0, 255).astype(np.uint8)
 
 
 def max_horizon_shift(focal: float, max_pitch: float) -> int:
