@@ -54,7 +54,7 @@ def tiny_config(**changes) -> TrainConfig:
     """A config that trains in about a second: 2 maze envs x 16 steps, small frames."""
     config = make_preset("quick")
     config.env.maze_size = 5
-    config.env.maze_obs_size = 32
+    config.env.maze_obs_size = 40
     config.env.frame_stack = 2
     config.ppo.num_steps = 16
     config.total_steps = 64

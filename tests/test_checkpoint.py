@@ -94,6 +94,11 @@ def test_flatten_round_trip_keeps_every_type_and_value():
     tree, tensors = flatten_state(state)
     text = json.dumps(tree, allow_nan=False)  # the tree is strict JSON (no NaN/Infinity tokens)
     assert all(t.is_contiguous() for t in tensors.values())
+    # ints beyond 2**53 are tagged so that any JSON reader (not only Python's) keeps them exact
+    assert tree["ints"][2] == 2**53 - 1 and tree["ints"][3] == {"__int__": hex(2**53)}
+    assert tree["ints"][5] == {"__int__": hex(2**200)}
+    assert tree["arrays"]["mt_key"] == {"__ndarray__": "arrays/mt_key", "dtype": "<u4", "shape": [624]}
+    assert tree["misc"]["__tuple__"][4] == {"__tuple__": ["nested", {"__tuple__": [1]}]}
     assert_same(unflatten_state(json.loads(text), tensors), state)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from wanderlust.cli import main
 
-TINY = ["--preset", "quick", "--set", "env.maze_size=5", "--set", "env.maze_obs_size=32", "--set", "env.frame_stack=2",
+TINY = ["--preset", "quick", "--set", "env.maze_size=5", "--set", "env.maze_obs_size=40", "--set", "env.frame_stack=2",
         "--num-steps", "16", "--no-progress"]
 
 
@@ -77,7 +77,7 @@ def test_corrupt_latest_checkpoint_falls_back_and_foreign_one_is_refused(tmp_pat
     assert len(checkpoints) == 2
     tensors = checkpoints[-1] / "tensors.safetensors"
     data = bytearray(tensors.read_bytes())
-    data[-10:] = b"\x00" * 10
+    data[-10:] = bytes(b ^ 0xFF for b in data[-10:])
     tensors.write_bytes(bytes(data))
     with pytest.warns(UserWarning):
         assert run_cli("eval", str(run), "--episodes", "1") == 0

@@ -13,6 +13,7 @@ from wanderlust.algo.storage import RolloutStorage
 from wanderlust.algo.trainer import Learner, collect_rollout, compute_advantages, train
 from wanderlust.envs.factory import make_vector_env
 from wanderlust.runtime.checkpoint import list_checkpoints, load_checkpoint
+from wanderlust.runtime.rng import seed_everything
 
 
 def _count_setup(tiny, novelty="none"):
@@ -77,7 +78,9 @@ def test_one_update_reaches_every_policy_weight_and_never_the_rnd_target(tmp_pat
         seen["target"] = [p.detach().clone() for p in learner.novelty.target.parameters()]
         seen["predictor"] = [p.detach().clone() for p in learner.novelty.predictor.parameters()]
 
-    probe = Learner(config, *_spaces(config), torch.device("cpu"))
+    spaces_ = _spaces(config)
+    seed_everything(config.seed)  # train() seeds the same way before building its learner
+    probe = Learner(config, *spaces_, torch.device("cpu"))
     target_before = [p.detach().clone() for p in probe.novelty.target.parameters()]
     predictor_before = [p.detach().clone() for p in probe.novelty.predictor.parameters()]
     train(config, tmp_path, show_progress=False, on_update=inspect)
@@ -136,8 +139,8 @@ def test_resumed_sampling_matches_uninterrupted_sampling(tmp_path, tiny):
     config = tiny(total_steps=32)
     spaces_ = _spaces(config)
     learner = Learner(config, *spaces_, torch.device("cpu"))
-    state = learner.state_dict()
     obs = torch.randint(0, 255, (2, *spaces_[0].shape), dtype=torch.uint8)
+    state = learner.state_dict()
     expected = learner.agent.act(obs).action
     other = Learner(config, *spaces_, torch.device("cpu"))
     torch.manual_seed(12345)

@@ -65,7 +65,7 @@ def run_episodes(
     if video_path is not None:
         from gymnasium.wrappers import RecordVideo
 
-        video_dir = Path(tempfile.mkdtemp(prefix="wanderlust-video-"))
+        video_dir = Path(tempfile.mkdtemp(prefix="wanderlust-video-")) / "episodes"
         env = RecordVideo(env, str(video_dir), episode_trigger=lambda index: index == 0, name_prefix="episode",
                           disable_logger=True)
     device = next(agent.parameters()).device
@@ -91,5 +91,5 @@ def run_episodes(
             raise RuntimeError(f"no video was written in {video_dir}")
         video_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(recorded[0]), video_path)
-        shutil.rmtree(video_dir, ignore_errors=True)
+        shutil.rmtree(video_dir.parent, ignore_errors=True)
     return result

@@ -209,7 +209,8 @@ def train(
     T, N = ppo.num_steps, config.env.num_envs
     storage = RolloutStorage(T, N, envs.single_observation_space.shape, envs.single_action_space, device)
 
-    logger = MetricLogger(run_dir, purge_step=learner.global_step if resume else None)
+    # Anything logged after the checkpoint was taken is dropped, so the curve continues without duplicates.
+    logger = MetricLogger(run_dir, purge_step=learner.global_step + 1 if resume else None)
     progress = ProgressBar(total=config.num_updates * T * N, initial=learner.global_step, disable=not show_progress)
     returns, lengths, coverages = deque(maxlen=100), deque(maxlen=100), deque(maxlen=100)
     metrics: dict[str, float] = {}
@@ -252,10 +253,10 @@ def train(
                 metrics["charts/coverage"] = _mean(coverages)
             if learner.updates % config.log_every == 0 or learner.updates == config.num_updates:
                 logger.log(learner.global_step, metrics)
-            progress.update(T * N, {
-                "SPS": sps, "coverage": metrics.get("charts/coverage", float("nan")),
-                "novelty": metrics["novelty/reward_raw_mean"],
-            })
+            postfix = {"SPS": sps, "novelty": metrics["novelty/reward_raw_mean"]}
+            if "charts/coverage" in metrics:
+                postfix["coverage"] = metrics["charts/coverage"]
+            progress.update(T * N, postfix)
             if on_update is not None:
                 on_update(learner, metrics)
             if learner.global_step - last_checkpoint_step >= config.checkpoint_every:

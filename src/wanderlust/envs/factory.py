@@ -132,7 +132,9 @@ def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
             kwargs["max_steps"] = config.max_episode_steps
     elif config.max_episode_steps is not None:
         kwargs["max_episode_steps"] = config.max_episode_steps
-    env = gym.make(config.env_id, render_mode=render_mode, **kwargs)
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    env = gym.make(config.env_id, **kwargs)
     env = gym.wrappers.RecordEpisodeStatistics(env)  # raw returns in info["episode"]
     env = _image_observation(env, config.env_id)
     env = _unit_actions(env, config.env_id)

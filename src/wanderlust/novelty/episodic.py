@@ -122,7 +122,8 @@ class EpisodicNovelty:
         self.counts = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         """[N] embeddings written since each env's episode began (0 = empty)."""
         self.distance_stats = RunningMeanStd(())
-        """Running mean of k-NN squared distances (its ``mean`` normalises distances)."""
+        """Cumulative mean of all k-NN squared distances seen by reward() (normalises distances); updated
+        with each call's distances before they are normalised."""
 
     def embed(self, obs: torch.Tensor) -> torch.Tensor:
         """uint8 ``[B, C, H, W]`` -> embedding ``[B, D]`` of the newest frame (scaled to [0, 1])."""

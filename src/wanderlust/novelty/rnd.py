@@ -120,7 +120,10 @@ class RNDNovelty:
                               for chunk in inputs.split(self.config.minibatch_size)])
 
     def update(self, batch: NoveltyBatch) -> dict[str, float]:
-        """Update the input normaliser with ``batch.next_obs``, then train the predictor on it."""
+        """Update the input normaliser with ``batch.next_obs``, then train the predictor on it.
+
+        ``novelty/rnd_reward_mean`` is the batch's mean novelty before this update's training.
+        """
         check_obs(batch.next_obs, self.obs_spec, "batch.next_obs")
         config = self.config
         inputs = self.network_inputs(batch.next_obs)
