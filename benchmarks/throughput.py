@@ -179,28 +179,33 @@ def spawn(row: str, steps: int, seed: int, threads: int, profile: bool = False) 
     return Measurement(**json.loads(results[-1]))
 
 
-def summary_rows(results: dict[str, list[Measurement]]) -> list[list[object]]:
-    """One table row per benchmark row: medians over repeats; ratio = SPS / SB3's SPS."""
-    def median(measurements: list[Measurement], kind: str) -> float:
+def summary_rows(results: dict[str, list[Measurement]], stat: str = "best") -> list[list[object]]:
+    """One table row per benchmark row; ``stat`` over repeats is ``best`` (highest SPS) or ``median``.
+
+    ratio = SPS / SB3's SPS.
+    """
+    pick = max if stat == "best" else statistics.median
+
+    def statistic(measurements: list[Measurement], kind: str) -> float:
         seconds = {"wall": lambda m: m.timed_seconds, "cpu": lambda m: m.timed_cpu_seconds}
         if kind == "total":
-            return statistics.median(sps(m.total_steps, m.total_seconds) for m in measurements)
-        return statistics.median(sps(m.timed_steps, seconds[kind](m)) for m in measurements)
+            return pick([sps(m.total_steps, m.total_seconds) for m in measurements])
+        return pick([sps(m.timed_steps, seconds[kind](m)) for m in measurements])
 
-    reference = {kind: median(results["sb3"], kind) if results.get("sb3") else float("nan") for kind in ("wall", "cpu")}
+    reference = {kind: statistic(results["sb3"], kind) if results.get("sb3") else float("nan") for kind in ("wall", "cpu")}
     table = []
     for row, measurements in results.items():
         if not measurements:
             continue
-        steady, per_cpu = median(measurements, "wall"), median(measurements, "cpu")
+        steady, per_cpu = statistic(measurements, "wall"), statistic(measurements, "cpu")
         table.append([
             "stable-baselines3" if row == "sb3" else "wanderlust",
             "-" if row == "sb3" else row,
             measurements[0].timed_steps,
-            statistics.median(m.timed_seconds for m in measurements),
+            (min if stat == "best" else statistics.median)([m.timed_seconds for m in measurements]),
             steady,
             steady / reference["wall"],
-            median(measurements, "total"),
+            statistic(measurements, "total"),
             per_cpu,
             per_cpu / reference["cpu"],
             measurements[0].parameters,
@@ -219,6 +224,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=default_threads(), help="torch threads in every row (default: all cores)")
     parser.add_argument("--repeats", type=int, default=1, help="measure every row this many times (order alternates)")
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of {','.join(ROWS)}")
+    parser.add_argument("--stat", choices=("best", "median"), default="best",
+                        help="statistic over repeats (best: least disturbed by other load, as timeit)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", metavar="ROW", help="cProfile one row (sb3 or a novelty name) and print the top functions")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -262,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             if measurement is not None:
                 results[row].append(measurement)
 
-    table = summary_rows(results)
-    print("\nSPS = env steps per second after the first update (learning included); medians over repeats."
+    table = summary_rows(results, args.stat)
+    print(f"\nSPS = env steps per second after the first update (learning included); {args.stat} of repeats."
           "\nsteps per CPU-s = the same steps per CPU second of the process (all threads): less sensitive to other load.\n")
     print(markdown_table(HEADERS, table))
     if results.get("sb3"):

@@ -1,0 +1,96 @@
+"""Coverage of the 9 x 9 maze after training, per novelty module, next to random and the oracle.
+
+Each curiosity agent is trained for the same budget on ``wanderlust/Maze-v0`` (a new maze every
+episode, no extrinsic reward), then plays 5 seeded evaluation episodes of 1,000 steps on mazes it
+has never seen. The random baseline and the oracle (depth-first walk of the maze graph, the ceiling)
+play the same seeds through the same action space.
+
+    python benchmarks/exploration.py            # 300k steps per method (about 15 min each on 2 cores)
+    python benchmarks/exploration.py --quick    # 30k steps per method
+    python benchmarks/exploration.py --methods episodic,rnd --steps 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401  (puts <repo>/src on sys.path)
+import numpy as np
+from _common import markdown_table, set_torch_threads
+
+from wanderlust.algo.evaluate import load_policy, run_episodes
+from wanderlust.algo.trainer import train
+from wanderlust.envs.maze import run_explorer
+from wanderlust.runtime.config import TrainConfig
+
+EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first mazes
+
+
+def train_and_evaluate(method: str, steps: int, episodes: int, seed: int, episode_steps: int) -> dict:
+    config = TrainConfig()
+    config.novelty_name = method
+    config.total_steps = steps
+    config.seed = seed
+    config.checkpoint_every = max(steps, 1)
+    with tempfile.TemporaryDirectory(prefix=f"wanderlust-explore-{method}-") as tmp:
+        started = time.perf_counter()
+        train(config, Path(tmp), show_progress=False)
+        seconds = time.perf_counter() - started
+        config, agent = load_policy(Path(tmp))
+    config.env.max_episode_steps = episode_steps
+    result = run_episodes(config, agent, episodes, seed=EVAL_SEED)
+    coverages = [e.coverage for e in result.episodes]
+    return {"method": method, "train_steps": steps, "train_seconds": seconds, "coverages": coverages}
+
+
+def baseline(name: str, episodes: int, episode_steps: int) -> dict:
+    coverages = [
+        run_explorer(name, episode_steps, seed=EVAL_SEED + i, env_kwargs={"max_steps": episode_steps})["coverage"]
+        for i in range(episodes)
+    ]
+    return {"method": name, "train_steps": 0, "train_seconds": 0.0, "coverages": coverages}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=300_000, help="training steps per method")
+    parser.add_argument("--quick", action="store_true", help="30k training steps per method")
+    parser.add_argument("--methods", default="pixel,rnd,icm,episodic", help="comma-separated novelty modules")
+    parser.add_argument("--episodes", type=int, default=5, help="seeded evaluation episodes")
+    parser.add_argument("--episode-steps", type=int, default=1000, help="steps per evaluation episode")
+    parser.add_argument("--seed", type=int, default=1, help="training seed")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    steps = 30_000 if args.quick else args.steps
+    set_torch_threads(args.threads)
+
+    results = [baseline("random", args.episodes, args.episode_steps)]
+    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps))
+        print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "
+              f"after {steps:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)
+    results.append(baseline("oracle", args.episodes, args.episode_steps))
+
+    random_mean = float(np.mean(results[0]["coverages"]))
+    oracle_mean = float(np.mean(results[-1]["coverages"]))
+    rows = []
+    for r in results:
+        mean, std = float(np.mean(r["coverages"])), float(np.std(r["coverages"]))
+        rows.append([
+            r["method"], f"{r['train_steps']:,}", f"{r['train_seconds'] / 60:.1f}", f"{mean:.1%}", f"{std:.1%}",
+            f"{mean / random_mean:.2f}x", f"{mean / oracle_mean:.0%}",
+        ])
+    print(f"\nCoverage of the 9x9 maze in {args.episode_steps}-step episodes, {args.episodes} unseen mazes "
+          f"(seeds {EVAL_SEED}..{EVAL_SEED + args.episodes - 1})\n")
+    print(markdown_table(["method", "train steps", "train min", "coverage", "std", "vs random", "of oracle"], rows))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Memory over a long training run: resident set size (RSS) at 10%, 50% and 100% of the steps.
+
+Trains wanderlust on ``wanderlust/Maze-v0`` with the default novelty (``TrainConfig``'s) into a
+temporary run folder and reads ``VmRSS`` from ``/proc/self/status`` after every update through
+``train(..., on_update=...)``. A leak shows up as RSS that keeps growing after the warm-up; the
+target is ``RSS(100%) / RSS(10%) <= 1.10``. Checkpoints, TensorBoard and metrics logging stay at
+their defaults, as in a real run.
+
+    python benchmarks/memory.py            # 200,000 steps (long)
+    python benchmarks/memory.py --quick    # 20,000 steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import default_threads, markdown_table, rss_mib, set_torch_threads, slope, value_at_fraction
+
+DEFAULT_STEPS = 200_000
+QUICK_STEPS = 20_000
+TARGET_RATIO = 1.10
+DECILES = tuple(i / 10 for i in range(1, 11))
+
+
+def measure(steps: int, novelty: str | None, seed: int, threads: int) -> tuple[list[tuple[int, float]], float, float]:
+    """Train ``steps`` env steps; returns ``(step, RSS MiB)`` after each update, the RSS before
+    training (imports done) and the peak RSS (``VmHWM``), in MiB."""
+    from wanderlust.algo.trainer import train
+    from wanderlust.runtime.config import TrainConfig
+
+    config = TrainConfig(total_steps=steps, seed=seed, torch_threads=threads)
+    if novelty is not None:
+        config.novelty_name = novelty
+    config.validate()
+    points: list[tuple[int, float]] = []
+    before = rss_mib()
+    with tempfile.TemporaryDirectory(prefix="wanderlust-memory-") as run_dir:
+        train(config, Path(run_dir), show_progress=False,
+              on_update=lambda learner, metrics: points.append((learner.global_step, rss_mib())))
+    return points, before, rss_mib("VmHWM")
+
+
+def decile_rows(points: list[tuple[int, float]]) -> list[list[object]]:
+    """Rows ``[progress, step, RSS MiB, MiB since previous row, MiB per 10k steps since previous row]``."""
+    rows: list[list[object]] = []
+    previous: tuple[int, float] | None = None
+    for fraction in DECILES:
+        step, rss = value_at_fraction(points, fraction)
+        if previous is None or step == previous[0]:
+            delta, per_10k = float("nan"), float("nan")
+        else:
+            delta = rss - previous[1]
+            per_10k = delta / (step - previous[0]) * 10_000
+        rows.append([f"{fraction:.0%}", step, rss, delta, per_10k])
+        previous = (step, rss)
+    return rows
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=None, help=f"env steps to train (default {DEFAULT_STEPS:,})")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS:,} steps")
+    parser.add_argument("--novelty", default=None, help="novelty module (default: TrainConfig's default)")
+    parser.add_argument("--threads", type=int, default=default_threads(), help="torch threads (default: all cores)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    args.steps = args.steps if args.steps is not None else (QUICK_STEPS if args.quick else DEFAULT_STEPS)
+    if args.steps < 10 * 1024:
+        parser.error("--steps must be >= 10240 (ten updates of 8 envs x 128 steps, one per 10%)")
+    if args.threads < 1:
+        parser.error("--threads must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    set_torch_threads(args.threads)
+    from wanderlust.runtime.config import TrainConfig
+
+    novelty = args.novelty or TrainConfig().novelty_name
+    print(f"# Memory: wanderlust/Maze-v0, novelty '{novelty}', {args.steps:,} steps, {args.threads} torch thread(s)\n",
+          flush=True)
+    began = time.perf_counter()
+    points, before, peak = measure(args.steps, args.novelty, args.seed, args.threads)
+    seconds = time.perf_counter() - began
+
+    (step_10, rss_10), (step_50, rss_50), (step_100, rss_100) = (value_at_fraction(points, f) for f in (0.1, 0.5, 1.0))
+    ratio = rss_100 / rss_10
+    print(markdown_table(
+        ["point", "step", "RSS MiB", "ratio to 10%"],
+        [["10%", step_10, rss_10, 1.0], ["50%", step_50, rss_50, rss_50 / rss_10], ["100%", step_100, rss_100, ratio]],
+    ))
+    print(f"\nRSS before training (imports done): {before:.1f} MiB; peak (VmHWM): {peak:.1f} MiB; "
+          f"{len(points)} updates in {seconds:.0f} s")
+    print("\nRSS growth per 10k steps, between consecutive 10% marks:\n")
+    print(markdown_table(["progress", "step", "RSS MiB", "MiB since previous", "MiB per 10k steps"], decile_rows(points)))
+    after_warmup = [p for p in points if p[0] >= step_10]
+    print(f"\nLeast-squares growth from 10% to 100%: {slope(after_warmup) * 10_000:+.2f} MiB per 10k steps")
+    verdict = "meets" if ratio <= TARGET_RATIO else "misses"
+    print(f"RSS(100%) / RSS(10%) = {ratio:.3f} ({verdict} the target <= {TARGET_RATIO:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
