@@ -7,6 +7,9 @@ The helpers below are pure (no torch import) so they are cheap to test.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import os
 import statistics
 import sys
@@ -75,6 +78,20 @@ def rss_mib(key: str = "VmRSS") -> float:
     except OSError:
         raise ValueError("reading RSS needs Linux /proc/self/status; run the memory benchmark on Linux") from None
     return parse_vm_rss_kib(text, key) / 1024.0
+
+
+def release_free_memory() -> bool:
+    """``gc.collect()`` then glibc's ``malloc_trim(0)``, so RSS counts live memory rather than freed
+    heap pages the allocator keeps for reuse. False where there is no glibc (RSS stays raw)."""
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    libc = ctypes.CDLL(name)
+    if not hasattr(libc, "malloc_trim"):
+        return False
+    libc.malloc_trim(0)
+    return True
 
 
 def value_at_fraction(points: Sequence[tuple[int, float]], fraction: float) -> tuple[int, float]:

@@ -2,9 +2,12 @@
 
 Trains wanderlust on ``wanderlust/Maze-v0`` with the default novelty (``TrainConfig``'s) into a
 temporary run folder and reads ``VmRSS`` from ``/proc/self/status`` after every update through
-``train(..., on_update=...)``. A leak shows up as RSS that keeps growing after the warm-up; the
-target is ``RSS(100%) / RSS(10%) <= 1.10``. Checkpoints, TensorBoard and metrics logging stay at
-their defaults, as in a real run.
+``train(..., on_update=...)``. Before each reading, ``gc.collect()`` and glibc's ``malloc_trim(0)``
+return freed heap pages to the OS, so RSS counts memory actually held (without it, RSS jumps by
+~100 MiB between updates as large temporary tensors come and go; ``--raw`` skips the trim).
+A leak shows up as RSS that keeps growing after the warm-up; the target is
+``RSS(100%) / RSS(10%) <= 1.10``. Checkpoints, TensorBoard and metrics logging stay at their
+defaults, as in a real run.
 
     python benchmarks/memory.py            # 200,000 steps (long)
     python benchmarks/memory.py --quick    # 20,000 steps
@@ -18,7 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import default_threads, markdown_table, rss_mib, set_torch_threads, slope, value_at_fraction
+from _common import (
+    default_threads, markdown_table, release_free_memory, rss_mib, set_torch_threads, slope, value_at_fraction,
+)
 
 DEFAULT_STEPS = 200_000
 QUICK_STEPS = 20_000
@@ -26,9 +31,12 @@ TARGET_RATIO = 1.10
 DECILES = tuple(i / 10 for i in range(1, 11))
 
 
-def measure(steps: int, novelty: str | None, seed: int, threads: int) -> tuple[list[tuple[int, float]], float, float]:
+def measure(
+    steps: int, novelty: str | None, seed: int, threads: int, trim: bool
+) -> tuple[list[tuple[int, float]], float, float]:
     """Train ``steps`` env steps; returns ``(step, RSS MiB)`` after each update, the RSS before
-    training (imports done) and the peak RSS (``VmHWM``), in MiB."""
+    training (imports done) and the peak RSS (``VmHWM``), in MiB. ``trim``: release freed memory
+    before each reading."""
     from wanderlust.algo.trainer import train
     from wanderlust.runtime.config import TrainConfig
 
@@ -37,10 +45,16 @@ def measure(steps: int, novelty: str | None, seed: int, threads: int) -> tuple[l
         config.novelty_name = novelty
     config.validate()
     points: list[tuple[int, float]] = []
-    before = rss_mib()
+
+    def read_rss() -> float:
+        if trim:
+            release_free_memory()
+        return rss_mib()
+
+    before = read_rss()
     with tempfile.TemporaryDirectory(prefix="wanderlust-memory-") as run_dir:
         train(config, Path(run_dir), show_progress=False,
-              on_update=lambda learner, metrics: points.append((learner.global_step, rss_mib())))
+              on_update=lambda learner, metrics: points.append((learner.global_step, read_rss())))
     return points, before, rss_mib("VmHWM")
 
 
@@ -66,6 +80,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS:,} steps")
     parser.add_argument("--novelty", default=None, help="novelty module (default: TrainConfig's default)")
     parser.add_argument("--threads", type=int, default=default_threads(), help="torch threads (default: all cores)")
+    parser.add_argument("--raw", action="store_true", help="read RSS without gc.collect() + malloc_trim(0) first")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     args.steps = args.steps if args.steps is not None else (QUICK_STEPS if args.quick else DEFAULT_STEPS)
@@ -82,10 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     from wanderlust.runtime.config import TrainConfig
 
     novelty = args.novelty or TrainConfig().novelty_name
-    print(f"# Memory: wanderlust/Maze-v0, novelty '{novelty}', {args.steps:,} steps, {args.threads} torch thread(s)\n",
-          flush=True)
+    reading = "raw VmRSS" if args.raw else "VmRSS after gc.collect() + malloc_trim(0)"
+    print(f"# Memory: wanderlust/Maze-v0, novelty '{novelty}', {args.steps:,} steps, {args.threads} torch thread(s), "
+          f"{reading}\n", flush=True)
     began = time.perf_counter()
-    points, before, peak = measure(args.steps, args.novelty, args.seed, args.threads)
+    points, before, peak = measure(args.steps, args.novelty, args.seed, args.threads, trim=not args.raw)
     seconds = time.perf_counter() - began
 
     (step_10, rss_10), (step_50, rss_50), (step_100, rss_100) = (value_at_fraction(points, f) for f in (0.1, 0.5, 1.0))
@@ -97,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nRSS before training (imports done): {before:.1f} MiB; peak (VmHWM): {peak:.1f} MiB; "
           f"{len(points)} updates in {seconds:.0f} s")
     print("\nRSS growth per 10k steps, between consecutive 10% marks:\n")
-    print(markdown_table(["progress", "step", "RSS MiB", "MiB since previous", "MiB per 10k steps"], decile_rows(points)))
+    headers = ["progress", "step", "RSS MiB", "MiB since previous", "MiB per 10k steps"]
+    print(markdown_table(headers, decile_rows(points)))
     after_warmup = [p for p in points if p[0] >= step_10]
     print(f"\nLeast-squares growth from 10% to 100%: {slope(after_warmup) * 10_000:+.2f} MiB per 10k steps")
     verdict = "meets" if ratio <= TARGET_RATIO else "misses"

@@ -59,6 +59,8 @@ class Measurement:
     """CPU seconds (user + system, all threads) of the process over the same span: robust to other load."""
     parameters: int
     """Trainable parameters of the policy network (novelty networks not counted)."""
+    torch_threads: int = 0
+    """``torch.get_num_threads()`` in the worker after training (checks that nothing changed it)."""
 
 
 def base_config(steps: int, seed: int, threads: int, novelty: str):
@@ -147,7 +149,10 @@ def _measurement(row: str, start: float, marks: list[tuple[int, float, float]], 
 def worker(row: str, steps: int, seed: int, threads: int, profile: bool) -> None:
     """Run one row in this (fresh) process and print its Measurement as one JSON line."""
     set_torch_threads(threads)
-    run = (lambda: run_sb3(steps, seed, threads)) if row == "sb3" else (lambda: run_wanderlust(row, steps, seed, threads))
+    if row == "sb3":
+        run = lambda: run_sb3(steps, seed, threads)  # noqa: E731
+    else:
+        run = lambda: run_wanderlust(row, steps, seed, threads)  # noqa: E731
     if not profile:
         result = run()
     else:
@@ -159,6 +164,9 @@ def worker(row: str, steps: int, seed: int, threads: int, profile: bool) -> None
         stats = pstats.Stats(profiler, stream=sys.stdout)
         stats.sort_stats("tottime").print_stats(30)
         stats.sort_stats("cumulative").print_stats(45)
+    import torch
+
+    result.torch_threads = torch.get_num_threads()
     print(RESULT_PREFIX + json.dumps(result.__dict__), flush=True)
 
 
@@ -192,7 +200,9 @@ def summary_rows(results: dict[str, list[Measurement]], stat: str = "best") -> l
             return pick([sps(m.total_steps, m.total_seconds) for m in measurements])
         return pick([sps(m.timed_steps, seconds[kind](m)) for m in measurements])
 
-    reference = {kind: statistic(results["sb3"], kind) if results.get("sb3") else float("nan") for kind in ("wall", "cpu")}
+    reference = {
+        kind: statistic(results["sb3"], kind) if results.get("sb3") else float("nan") for kind in ("wall", "cpu")
+    }
     table = []
     for row, measurements in results.items():
         if not measurements:
@@ -221,13 +231,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=None, help=f"env steps per row (default {DEFAULT_STEPS:,})")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS:,} steps per row (~30-40 s in all)")
-    parser.add_argument("--threads", type=int, default=default_threads(), help="torch threads in every row (default: all cores)")
+    parser.add_argument("--threads", type=int, default=default_threads(),
+                        help="torch threads in every row (default: all cores)")
     parser.add_argument("--repeats", type=int, default=1, help="measure every row this many times (order alternates)")
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of {','.join(ROWS)}")
     parser.add_argument("--stat", choices=("best", "median"), default="best",
                         help="statistic over repeats (best: least disturbed by other load, as timeit)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--profile", metavar="ROW", help="cProfile one row (sb3 or a novelty name) and print the top functions")
+    parser.add_argument("--profile", metavar="ROW",
+                        help="cProfile one row (sb3 or a novelty name) and print the top functions")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--profile-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -266,19 +278,25 @@ def main(argv: list[str] | None = None) -> int:
                   + (f"{sps(measurement.timed_steps, measurement.timed_seconds):7.1f} SPS" if measurement else "FAILED")
                   + f"  ({time.perf_counter() - began:.1f} s wall)", flush=True)
             failed |= measurement is None
+            if measurement is not None and measurement.torch_threads != args.threads:
+                print(f"  warning: row '{row}' trained with {measurement.torch_threads} torch threads, "
+                      f"not {args.threads}")
             if measurement is not None:
                 results[row].append(measurement)
 
     table = summary_rows(results, args.stat)
     print(f"\nSPS = env steps per second after the first update (learning included); {args.stat} of repeats."
-          "\nsteps per CPU-s = the same steps per CPU second of the process (all threads): less sensitive to other load.\n")
+          "\nsteps per CPU-s = the same steps per CPU second of the process (all threads): "
+          "less sensitive to other load.\n")
     print(markdown_table(HEADERS, table))
     if results.get("sb3"):
         print()
         for line in (line for line in table if line[0] == "wanderlust"):
-            verdict = "meets" if line[5] >= 1.0 else "misses"
-            print(f"wanderlust/{line[1]}: {line[5]:.2f}x SB3 ({verdict} the target 'at least as fast as SB3'"
-                  + (")" if line[1] == "none" else "; curiosity adds work SB3 does not do)"))
+            if line[1] == "none":
+                verdict = "meets" if line[5] >= 1.0 else "misses"
+                print(f"wanderlust/none: {line[5]:.2f}x SB3 ({verdict} the target 'at least as fast as SB3')")
+            else:
+                print(f"wanderlust/{line[1]}: {line[5]:.2f}x SB3 (the cost of curiosity: work SB3 does not do)")
     return 1 if failed else 0
 
 

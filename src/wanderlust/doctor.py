@@ -47,10 +47,15 @@ def gradient_report(named_parameters: Iterable[tuple[str, nn.Parameter]], loss: 
         return GradientReport(len(params), {name: reason for name, _ in params},
                               f"no gradient reaches any of the {len(params)} parameters: {reason}")
     loss.backward()
+    return classify_gradients(params, "not used by the loss (no path from the loss to this parameter)")
+
+
+def classify_gradients(params: list[tuple[str, nn.Parameter]], missing_reason: str) -> GradientReport:
+    """Report on the gradients already in ``.grad``: missing, non-finite or exactly zero."""
     problems: dict[str, str] = {}
     for name, p in params:
         if p.grad is None:
-            problems[name] = "not used by the loss (no path from the loss to this parameter)"
+            problems[name] = missing_reason
         elif not torch.isfinite(p.grad).all():
             problems[name] = "gradient has NaN or inf (check rewards, log-probs and learning rate)"
         elif not p.grad.any():
@@ -125,16 +130,10 @@ def _frozen_copy(novelty) -> list[torch.Tensor] | None:
 
 
 def _report_from_grads(agent: nn.Module) -> GradientReport:
-    """Classify the gradients that a finished update left in ``.grad``."""
-    problems = {}
+    """Classify the gradients that a finished PPO update left in ``.grad``."""
     params = [(n, p) for n, p in agent.named_parameters() if p.requires_grad]
-    for name, p in params:
-        if p.grad is None:
-            problems[name] = "not used by the PPO loss"
-        elif not torch.isfinite(p.grad).all():
-            problems[name] = "gradient has NaN or inf"
-        elif not p.grad.any():
-            problems[name] = "gradient is exactly zero"
-    summary = (f"all {len(params)} policy parameters get finite, non-zero gradients through log pi(a|s) and the values"
-               if not problems else f"{len(problems)} of {len(params)} policy parameters get no usable gradient")
-    return GradientReport(len(params), problems, summary)
+    report = classify_gradients(params, "not used by the PPO loss")
+    if report.ok:
+        report.summary = (f"all {report.total} policy parameters get finite, non-zero gradients "
+                          "through log pi(a|s) and the values")
+    return report
