@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from wanderlust.novelty.base import NoveltyBatch, ObsSpec
-from wanderlust.novelty.rnd import RNDConfig, RNDNovelty, masked_mean, normalize_and_clip, prediction_novelty
+from wanderlust.novelty.rnd import RNDConfig, RNDNovelty, normalize_and_clip, prediction_novelty
 
 SPEC = ObsSpec((4, 64, 64), 1)
 
@@ -24,12 +24,6 @@ def test_prediction_novelty_is_half_the_summed_squared_error():
     target = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
     predicted = torch.tensor([[0.0, 0.0], [3.0, -1.0]])
     assert prediction_novelty(target, predicted).tolist() == pytest.approx([2.5, 5.0])
-
-
-def test_masked_mean_by_hand():
-    values = torch.tensor([1.0, 2.0, 6.0])
-    assert masked_mean(values, torch.tensor([True, False, True])).item() == pytest.approx(3.5)
-    assert masked_mean(values, torch.tensor([False, False, False])).item() == 0.0
 
 
 def test_normalize_and_clip_by_hand():
@@ -73,7 +67,7 @@ def test_update_trains_predictor_and_never_touches_target():
 
     metrics = module.update(batch_of(random_obs(16, 3)))
 
-    assert set(metrics) == {"novelty/rnd_loss", "novelty/rnd_reward_mean"}
+    assert set(metrics) == {"novelty/rnd_loss"}
     assert all(isinstance(v, float) and v == v for v in metrics.values())
     assert all(torch.equal(a, b) for a, b in zip(target_before, module.target.parameters()))
     assert all(p.grad is None for p in module.target.parameters())

@@ -45,6 +45,8 @@ def _init_all(module: nn.Module) -> None:
 
 def scale_obs(obs: torch.Tensor) -> torch.Tensor:
     """uint8 or float ``[B, C, H, W]`` in [0, 255] -> float32 in [0, 1]."""
+    if obs.dtype == torch.uint8:
+        return obs.to(torch.float32).div_(255.0)  # a fresh tensor: dividing in place is safe
     return obs.to(torch.float32) / 255.0
 
 

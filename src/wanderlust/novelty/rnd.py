@@ -55,12 +55,6 @@ def prediction_novelty(target_features: torch.Tensor, predicted_features: torch.
     return (target_features - predicted_features).pow(2).sum(dim=1) / 2
 
 
-def masked_mean(per_sample: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """Mean of ``per_sample [B]`` over entries where ``keep [B]`` (bool) is True; 0 when none is kept."""
-    weights = keep.to(per_sample.dtype)
-    return (per_sample * weights).sum() / weights.sum().clamp_min(1.0)
-
-
 class RNDNovelty:
     """Random Network Distillation: novelty = error of a trained predictor against a fixed random net."""
 
@@ -122,7 +116,8 @@ class RNDNovelty:
     def update(self, batch: NoveltyBatch) -> dict[str, float]:
         """Update the input normaliser with ``batch.next_obs``, then train the predictor on it.
 
-        ``novelty/rnd_reward_mean`` is the batch's mean novelty before this update's training.
+        Each minibatch keeps a random ``update_proportion`` of its samples (as in RND); only those
+        are run through the predictor.
         """
         check_obs(batch.next_obs, self.obs_spec, "batch.next_obs")
         config = self.config
@@ -131,21 +126,19 @@ class RNDNovelty:
         inputs = self.normalize(inputs)
         with torch.no_grad():  # the target is fixed: embed the rollout once
             targets = torch.cat([self.target(chunk) for chunk in inputs.split(config.minibatch_size)])
-            reward_mean = torch.cat([
-                prediction_novelty(target, self.predictor(chunk))
-                for chunk, target in zip(inputs.split(config.minibatch_size), targets.split(config.minibatch_size))
-            ]).mean()
         losses = []
         for _ in range(config.update_epochs):
             for index in minibatches(inputs.shape[0], config.minibatch_size, self.device):
-                per_sample = (self.predictor(inputs[index]) - targets[index]).pow(2).mean(dim=1)
-                keep = torch.rand(index.shape[0], device=self.device) < config.update_proportion
-                loss = masked_mean(per_sample, keep)
+                kept = index[torch.rand(index.shape[0], device=self.device) < config.update_proportion]
+                if kept.numel() == 0:
+                    continue
+                loss = (self.predictor(inputs[kept]) - targets[kept]).pow(2).mean()
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
                 losses.append(loss.detach())
-        return {"novelty/rnd_loss": float(torch.stack(losses).mean()), "novelty/rnd_reward_mean": float(reward_mean)}
+        mean_loss = float(torch.stack(losses).mean()) if losses else float("nan")
+        return {"novelty/rnd_loss": mean_loss}
 
     def state_dict(self) -> dict:
         return {
