@@ -104,9 +104,10 @@ def test_sigterm_saves_a_checkpoint_and_exits_130(tmp_path):
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.time() + 60
-    while time.time() < deadline and not (run / "metrics.jsonl").exists():
+    metrics = run / "metrics.jsonl"
+    while time.time() < deadline and proc.poll() is None and not (metrics.exists() and metrics.read_text().strip()):
         time.sleep(0.2)
-    assert (run / "metrics.jsonl").exists(), proc.stderr.read() if proc.poll() is not None else "no metrics yet"
+    assert proc.poll() is None and metrics.read_text().strip(), "training did not log an update"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -227,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(["train", *argv])
     try:
         return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("wanderlust: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (ValueError, FileNotFoundError, RuntimeError) as error:
         if os.environ.get("WANDERLUST_DEBUG"):
             raise

@@ -136,9 +136,8 @@ def collect_rollout(
 ) -> tuple[np.ndarray, torch.Tensor]:
     """Step the envs T times, filling ``storage`` (including intrinsic rewards, normalized if
     configured). Returns the observation to continue from and the raw intrinsic rewards [T, N]."""
-    agent, novelty, config, device = learner.agent, learner.novelty, learner.config, learner.device
-    T, N = storage.num_steps, storage.num_envs
-    for t in range(T):
+    agent, config, device = learner.agent, learner.config, learner.device
+    for t in range(storage.num_steps):
         obs = torch.from_numpy(next_obs_np).to(device)
         step = agent.act(obs)
         next_obs_np, reward, terminated, truncated, infos = envs.step(step.env_action.cpu().numpy())
@@ -153,11 +152,25 @@ def collect_rollout(
         storage.actions[t], storage.env_actions[t] = step.action, step.env_action
         storage.log_probs[t], storage.values_ext[t], storage.values_int[t] = step.log_prob, step.value_ext, step.value_int
         storage.rewards_ext[t], storage.episode_ends[t] = reward_t, ends_t
-        if novelty.sequential:
-            storage.rewards_int[t] = novelty.reward(obs, produced, step.env_action, ends_t)
         if on_step is not None:
             on_step(infos)
-    if not novelty.sequential:  # whole-rollout modules: one pass over [T * N] in chunks
+    return next_obs_np, intrinsic_rewards(learner, storage)
+
+
+def intrinsic_rewards(learner: Learner, storage: RolloutStorage) -> torch.Tensor:
+    """Fill ``storage.rewards_int`` [T, N] from a collected rollout (normalized if configured) and
+    return the raw rewards [T, N].
+
+    Sequential modules are called once per step in time order (their memory sees the frames in
+    the order they were played); whole-rollout modules get one pass over ``[T * N]`` in chunks.
+    """
+    novelty, T, N = learner.novelty, storage.num_steps, storage.num_envs
+    if novelty.sequential:
+        for t in range(T):
+            storage.rewards_int[t] = novelty.reward(
+                storage.obs[t], storage.next_obs[t], storage.env_actions[t], storage.episode_ends[t]
+            )
+    else:
         batch = storage.novelty_batch()
         ends = storage.flat(storage.episode_ends)
         storage.rewards_int.copy_(torch.cat([
@@ -166,9 +179,9 @@ def collect_rollout(
             for i in range(0, T * N, NOVELTY_CHUNK)
         ]).reshape(T, N))
     raw_intrinsic = storage.rewards_int.clone()
-    if config.normalize_intrinsic:
+    if learner.config.normalize_intrinsic:
         storage.rewards_int.copy_(learner.intrinsic_normalizer.normalize(storage.rewards_int))
-    return next_obs_np, raw_intrinsic
+    return raw_intrinsic
 
 
 def compute_advantages(
@@ -192,7 +205,23 @@ def train(
     config: TrainConfig, run_dir: Path, resume: bool = False, show_progress: bool = True,
     on_update: Callable[[Learner, dict[str, float]], None] | None = None,
 ) -> TrainResult:
-    """Train ``config`` into ``run_dir`` (created by the caller); resume from its latest checkpoint."""
+    """Train ``config`` into ``run_dir`` (created by the caller); resume from its latest checkpoint.
+
+    SIGTERM is turned into KeyboardInterrupt for the whole call: once training has started, both
+    end it cleanly with a checkpoint of the last finished update (``TrainResult.interrupted``);
+    during set-up they propagate as KeyboardInterrupt (nothing to save yet).
+    """
+    previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        return _train(config, run_dir, resume, show_progress, on_update)
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
+
+
+def _train(
+    config: TrainConfig, run_dir: Path, resume: bool, show_progress: bool,
+    on_update: Callable[[Learner, dict[str, float]], None] | None,
+) -> TrainResult:
     config.validate()
     seed_everything(config.seed)
     if config.torch_threads:
@@ -215,7 +244,6 @@ def train(
     returns, lengths, coverages = deque(maxlen=100), deque(maxlen=100), deque(maxlen=100)
     metrics: dict[str, float] = {}
     interrupted = False
-    previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     last_checkpoint_step = learner.global_step
     # On resume envs restart from fresh episodes, seeded by the update counter.
     next_obs_np, _ = envs.reset(seed=config.seed + 7919 * learner.updates)
@@ -267,7 +295,6 @@ def train(
         # The rollout in progress is dropped: the learner state is that of the last finished update.
         learner.global_step = learner.updates * T * N
     finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
         progress.close()
         logger.close()
         envs.close()
