@@ -26,17 +26,24 @@ from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
 from wanderlust.envs.maze import run_explorer
 from wanderlust.runtime.config import TrainConfig
+from wanderlust.runtime.rundir import save_config
 
 EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first mazes
 
 
-def train_and_evaluate(method: str, steps: int, episodes: int, seed: int, episode_steps: int) -> dict:
-    config = TrainConfig()
+def train_and_evaluate(
+    method: str, steps: int, episodes: int, seed: int, episode_steps: int, config: TrainConfig | None = None
+) -> dict:
+    """Train ``method`` for ``steps`` (on ``config``, default: the default maze config), then
+    return its coverage on ``episodes`` unseen evaluation mazes."""
+    config = config or TrainConfig()
     config.novelty_name = method
     config.total_steps = steps
     config.seed = seed
     config.checkpoint_every = max(steps, 1)
     with tempfile.TemporaryDirectory(prefix=f"wanderlust-explore-{method}-") as tmp:
+        print(f"  training {method} in {tmp} (metrics.jsonl shows progress)", flush=True)
+        save_config(Path(tmp), config.to_dict())
         started = time.perf_counter()
         train(config, Path(tmp), show_progress=False)
         seconds = time.perf_counter() - started
