@@ -68,7 +68,6 @@ def test_maze_observations_are_channels_first_stacks_with_the_newest_frame_last(
 
 
 def test_grayscale_and_resize_use_gymnasium_wrappers():
-    pytest.importorskip("cv2", reason="OpenCV is part of the dev extra")
     config = EnvConfig(maze_size=5, maze_obs_size=32, frame_stack=2, grayscale=True, frame_size=24)
     env = make_env(config)
     obs, _ = env.reset(seed=0)

@@ -1,6 +1,9 @@
-"""The actor-critic: one pixel encoder, a policy head and two value heads.
+"""The actor-critic: one encoder, a policy head and two value heads.
 
-``obs [B, C, H, W] -> encoder -> features [B, F] -> {actor head, value_ext, value_int}``
+``obs [B, C, H, W] (or [B, D]) -> encoder -> features [B, F] -> {actor head, value_ext, value_int}``
+
+Image observations use the pixel encoder preset named in the config; vector observations ``(D,)``
+always use the ``mlp`` encoder (pixel presets cannot read them).
 
 - Box actions in [-1, 1] with shape ``(A,)``: the actor outputs the mean of a
   :class:`~wanderlust.agent.distributions.SquashedGaussian`; its ``log_std`` is a learnable,
@@ -24,7 +27,7 @@ from gymnasium import spaces
 from torch import nn
 
 from wanderlust.agent.distributions import ActionDistribution, CategoricalActions, SquashedGaussian
-from wanderlust.agent.encoders import layer_init, make_encoder
+from wanderlust.agent.encoders import MLP_ENCODER, layer_init, make_encoder
 
 LOG_STD_MIN = -5.0
 """Smallest log-std of the Gaussian policy (std ~ 0.007): keeps log-probs bounded."""
@@ -85,19 +88,20 @@ def check_action_space(action_space: spaces.Space) -> None:
 
 
 class ActorCritic(nn.Module):
-    """Policy and two critics over pixel observations ``(C, H, W)``.
+    """Policy and two critics over pixel observations ``(C, H, W)`` or vector observations ``(D,)``.
 
-    ``encoder`` is a preset name from :data:`wanderlust.agent.encoders.ENCODER_NAMES`.
-    Inputs are uint8 (or float in [0, 255]) tensors on the module's device.
+    ``encoder`` is a preset name from :data:`wanderlust.agent.encoders.ENCODER_NAMES` for images;
+    1-D observations use the ``mlp`` encoder whatever ``encoder`` says.
+    Inputs are uint8 (or float in [0, 255]) frames, or float vectors, on the module's device.
     """
 
-    def __init__(self, obs_shape: tuple[int, int, int], action_space: spaces.Space, encoder: str = "nature") -> None:
+    def __init__(self, obs_shape: tuple[int, ...], action_space: spaces.Space, encoder: str = "nature") -> None:
         super().__init__()
         check_action_space(action_space)
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.action_space = action_space
         self.is_discrete = isinstance(action_space, spaces.Discrete)
-        self.encoder = make_encoder(encoder, self.obs_shape)
+        self.encoder = make_encoder(MLP_ENCODER if len(self.obs_shape) == 1 else encoder, self.obs_shape)
         features = self.encoder.output_dim
         if self.is_discrete:
             self.action_dim = int(action_space.n)

@@ -1,6 +1,6 @@
-"""Pixel encoders: ``[B, C, H, W]`` frames -> ``[B, output_dim]`` features.
+"""Encoders: ``[B, C, H, W]`` frames (or ``[B, D]`` vectors) -> ``[B, output_dim]`` features.
 
-Three presets, chosen by name with :func:`make_encoder`:
+Three pixel presets, chosen by name with :func:`make_encoder`:
 
 - ``nature``: the Nature-DQN CNN (Mnih et al. 2015): conv 32 8x8/4, conv 64 4x4/2, conv 64 3x3/1,
   ReLU after each, then linear 512 + ReLU. Needs frames of at least 36x36.
@@ -10,9 +10,13 @@ Three presets, chosen by name with :func:`make_encoder`:
   max-pool 2, conv 64 + max-pool 2 (ReLU after each conv), flatten, dense 128 + ReLU.
   Needs frames of at least 8x8.
 
-Every encoder takes uint8 or float observations with values in [0, 255] and divides by 255
-itself, so callers pass the frames exactly as the env produced them. Weights use the
-CleanRL-style orthogonal initialisation (gain sqrt(2), zero bias).
+Every pixel encoder takes uint8 or float observations with values in [0, 255] and divides by 255
+itself, so callers pass the frames exactly as the env produced them.
+
+- ``mlp``: for vector observations ``[B, D]`` (CartPole, Pendulum, ...): linear 64 + tanh, linear
+  64 + tanh, as CleanRL's ``ppo.py``. The values are used as the env gives them (no scaling).
+
+Weights use the CleanRL-style orthogonal initialisation (gain sqrt(2), zero bias).
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ import torch
 from torch import nn
 
 ENCODER_NAMES: tuple[str, ...] = ("nature", "impala", "seed")
+"""The pixel encoder presets (for ``[C, H, W]`` frames)."""
+MLP_ENCODER = "mlp"
+"""The encoder for 1-D observations ``(D,)``; the actor-critic picks it by itself for vectors."""
+ALL_ENCODER_NAMES: tuple[str, ...] = (*ENCODER_NAMES, MLP_ENCODER)
 
 _MIN_SIZE = {"nature": 36, "impala": 1, "seed": 8}
 """Smallest height/width (pixels) each preset can reduce to a non-empty feature map."""
@@ -77,6 +85,27 @@ class PixelEncoder(nn.Module):
         return self.head(self.trunk(scale_obs(obs)))
 
 
+class MLPEncoder(nn.Module):
+    """Vector observations ``[B, D]`` -> ``[B, 64]``: two tanh layers of 64 (CleanRL's ``ppo.py``)."""
+
+    def __init__(self, obs_shape: tuple[int], hidden: int = 64) -> None:
+        super().__init__()
+        self.name = MLP_ENCODER
+        self.obs_shape = obs_shape
+        self.body = nn.Sequential(nn.Linear(obs_shape[0], hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.output_dim: int = hidden
+        _init_all(self)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """``[B, D]`` (any numeric dtype) -> ``[B, output_dim]`` float32."""
+        if obs.dim() != 2 or tuple(obs.shape[1:]) != self.obs_shape:
+            raise ValueError(
+                f"mlp encoder expects observations [B, {self.obs_shape[0]}], got {list(obs.shape)}; "
+                "pass a batch of vectors shaped like the env's observation space"
+            )
+        return self.body(obs.to(torch.float32))
+
+
 def _nature_trunk(channels: int) -> nn.Module:
     return nn.Sequential(
         nn.Conv2d(channels, 32, 8, stride=4), nn.ReLU(),
@@ -122,19 +151,29 @@ def _seed_trunk(channels: int) -> nn.Module:
     )
 
 
-def make_encoder(name: str, obs_shape: tuple[int, int, int]) -> PixelEncoder:
-    """Build the encoder preset ``name`` (one of :data:`ENCODER_NAMES`) for frames ``(C, H, W)``.
+def make_encoder(name: str, obs_shape: tuple[int, ...]) -> PixelEncoder | MLPEncoder:
+    """Build the encoder ``name`` (one of :data:`ALL_ENCODER_NAMES`): a pixel preset for frames
+    ``(C, H, W)`` or ``mlp`` for vectors ``(D,)``.
 
     >>> enc = make_encoder("nature", (4, 84, 84))
     >>> enc(torch.zeros(2, 4, 84, 84, dtype=torch.uint8)).shape
     torch.Size([2, 512])
+    >>> make_encoder("mlp", (4,))(torch.zeros(2, 4)).shape
+    torch.Size([2, 64])
     """
-    if name not in ENCODER_NAMES:
-        raise ValueError(f"unknown encoder {name!r}; choose one of {', '.join(ENCODER_NAMES)}")
+    if name not in ALL_ENCODER_NAMES:
+        raise ValueError(f"unknown encoder {name!r}; choose one of {', '.join(ALL_ENCODER_NAMES)}")
+    if name == MLP_ENCODER:
+        if len(obs_shape) != 1 or int(obs_shape[0]) <= 0:
+            raise ValueError(
+                f"the mlp encoder needs vector observations (D,), got {tuple(obs_shape)}; "
+                f"use one of {', '.join(ENCODER_NAMES)} for images"
+            )
+        return MLPEncoder((int(obs_shape[0]),))
     if len(obs_shape) != 3 or any(int(d) <= 0 for d in obs_shape):
         raise ValueError(
-            f"encoder needs an observation shape (C, H, W) of positive sizes, got {tuple(obs_shape)}; "
-            "use channel-first image observations"
+            f"the {name} encoder needs an observation shape (C, H, W) of positive sizes, got {tuple(obs_shape)}; "
+            "use channel-first image observations (or the 'mlp' encoder for vectors)"
         )
     obs_shape = (int(obs_shape[0]), int(obs_shape[1]), int(obs_shape[2]))
     channels, height, width = obs_shape

@@ -1,6 +1,6 @@
 """Rollout storage shaped ``[T, N]`` (T steps per env per rollout, N envs), preallocated once.
 
-Observations are kept as uint8. ``next_obs[t]`` is the frame that ``actions[t]`` produced: at an
+Observations are kept as uint8 frames ``[C, H, W]`` (float32 for vector observations ``[D]``). ``next_obs[t]`` is the frame that ``actions[t]`` produced: at an
 episode end it is the final observation of that episode (not the reset one), so novelty is
 computed on the real transition.
 """
@@ -21,8 +21,9 @@ class RolloutStorage:
     ) -> None:
         T, N = num_steps, num_envs
         self.num_steps, self.num_envs = T, N
-        self.obs = torch.zeros((T, N, *obs_shape), dtype=torch.uint8, device=device)
-        self.next_obs = torch.zeros((T, N, *obs_shape), dtype=torch.uint8, device=device)
+        obs_dtype = torch.uint8 if len(obs_shape) == 3 else torch.float32  # frames or vectors
+        self.obs = torch.zeros((T, N, *obs_shape), dtype=obs_dtype, device=device)
+        self.next_obs = torch.zeros((T, N, *obs_shape), dtype=obs_dtype, device=device)
         if isinstance(action_space, spaces.Discrete):
             self.actions = torch.zeros((T, N), dtype=torch.int64, device=device)
             self.env_actions = torch.zeros((T, N), dtype=torch.int64, device=device)

@@ -1,9 +1,11 @@
 """Build single and vectorized envs from an EnvConfig, with the standard preprocessing.
 
 Every env handed to the agent yields uint8 observations ``[C, H, W]`` with
-``C = frame_stack * channels_per_frame`` (newest frame last) and has a Box action space in
-[-1, 1] or a Discrete one. Preprocessing uses Gymnasium's wrappers (resize, grayscale, frame
-stack); the only wrapper of our own turns the stack into channels-first.
+``C = frame_stack * channels_per_frame`` (newest frame last), or float32 vectors ``[D]`` for envs
+whose observations are 1-D Boxes (not resized or stacked), and has a Box action space in [-1, 1]
+or a Discrete one. Preprocessing uses Gymnasium's wrappers (resize, grayscale, frame stack); the
+only wrapper of our own turns the stack into channels-first. Family-specific set-up (Atari,
+MiniGrid, VizDoom) is in :mod:`wanderlust.envs.families`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from wanderlust.envs import register_envs
+from wanderlust.envs.families import check_family_settings, make_base_env
+from wanderlust.envs.vizdoom_starts import register_my_way_home_starts
 from wanderlust.novelty.base import ObsSpec
 from wanderlust.runtime.config import EnvConfig
 
@@ -25,6 +29,7 @@ from wanderlust.runtime.config import EnvConfig
 _PLUGINS: tuple[tuple[str, str], ...] = (
     ("ALE/", "ale_py"),
     ("Vizdoom", "vizdoom.gymnasium_wrapper"),
+    ("wanderlust/MyWayHome", "vizdoom.gymnasium_wrapper"),
     ("MiniGrid", "minigrid"),
     ("BabyAI", "minigrid"),
 )
@@ -46,9 +51,14 @@ def _import_plugin(module: str) -> bool:
     return True
 
 
+def _register_own() -> None:
+    register_envs()
+    register_my_way_home_starts()
+
+
 def load_all_plugins() -> list[str]:
     """Register every installed optional env package; returns the ones found."""
-    register_envs()
+    _register_own()
     return [module for module in dict.fromkeys(m for _, m in _PLUGINS) if _import_plugin(module)]
 
 
@@ -57,7 +67,7 @@ def ensure_registered(env_id: str) -> None:
 
     Raises UnknownEnvError with close matches, or with the pip extra to install.
     """
-    register_envs()
+    _register_own()
     for prefix, module in _PLUGINS:
         if env_id.startswith(prefix) and not _import_plugin(module):
             extra = _EXTRA_FOR_PLUGIN[module]
@@ -94,17 +104,26 @@ class ChannelsFirstStack(gym.ObservationWrapper):
         return np.ascontiguousarray(frames.transpose(0, 3, 1, 2).reshape(stack * channels, height, width))
 
 
+def is_vector(space: spaces.Space) -> bool:
+    """A 1-D numeric Box: observations the agent reads with an MLP."""
+    return isinstance(space, spaces.Box) and len(space.shape) == 1 and np.issubdtype(space.dtype, np.number)
+
+
 def _image_observation(env: gym.Env, env_id: str) -> gym.Env:
-    """Pick the image out of Dict observations (vizdoom's ``screen``, MiniGrid's ``image``)."""
+    """Pick the image out of Dict observations (vizdoom's ``screen``); 2-D frames get a channel
+    axis; 1-D vectors pass through as float32."""
     space = env.observation_space
     if isinstance(space, spaces.Dict):
         for key in ("screen", "image", "pixels", "rgb"):
             if key in space.spaces:
                 return gym.wrappers.TransformObservation(env, lambda obs, key=key: obs[key], space.spaces[key])
         raise ValueError(f"env '{env_id}' has Dict observations without an image key (keys: {', '.join(space.spaces)})")
+    if is_vector(space):
+        return env if space.dtype == np.float32 else gym.wrappers.DtypeObservation(env, np.float32)
     if not (isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) in (2, 3)):
         raise ValueError(
-            f"env '{env_id}' has observations {space}; wanderlust's agents need uint8 image frames (H, W[, C])"
+            f"env '{env_id}' has observations {space}; wanderlust's agents need uint8 image frames (H, W[, C]) "
+            "or 1-D Box vectors"
         )
     if len(space.shape) == 2:
         env = gym.wrappers.ReshapeObservation(env, (*space.shape, 1))
@@ -118,26 +137,29 @@ def _unit_actions(env: gym.Env, env_id: str) -> gym.Env:
     if isinstance(space, spaces.Box) and len(space.shape) == 1:
         if np.all(space.low == -1) and np.all(space.high == 1):
             return env
-        return gym.wrappers.RescaleAction(env, -1.0, 1.0)
+        unit = np.ones(space.shape, np.float32)  # float32 bounds: no precision warning from Box
+        return gym.wrappers.RescaleAction(env, -unit, unit)
     raise ValueError(f"env '{env_id}' has action space {space}; wanderlust supports Box (1-D) and Discrete")
 
 
 def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
     """One preprocessed env (not seeded: seed it through ``reset(seed=...)``)."""
     ensure_registered(config.env_id)
-    kwargs: dict = {}
+    check_family_settings(config)
     if is_maze(config.env_id):
-        kwargs = {"size": config.maze_size, "obs_size": config.maze_obs_size}
+        kwargs: dict = {"size": config.maze_size, "obs_size": config.maze_obs_size}
         if config.max_episode_steps is not None:
             kwargs["max_steps"] = config.max_episode_steps
-    elif config.max_episode_steps is not None:
-        kwargs["max_episode_steps"] = config.max_episode_steps
-    if render_mode is not None:
-        kwargs["render_mode"] = render_mode
-    env = gym.make(config.env_id, **kwargs)
+        if render_mode is not None:
+            kwargs["render_mode"] = render_mode
+        env = gym.make(config.env_id, **kwargs)
+    else:
+        env = make_base_env(config, render_mode)
     env = gym.wrappers.RecordEpisodeStatistics(env)  # raw returns in info["episode"]
     env = _image_observation(env, config.env_id)
     env = _unit_actions(env, config.env_id)
+    if is_vector(env.observation_space):
+        return env
     if config.frame_size is not None and env.observation_space.shape[:2] != (config.frame_size, config.frame_size):
         try:
             import cv2  # noqa: F401  (Gymnasium's ResizeObservation needs OpenCV)
@@ -161,6 +183,8 @@ def make_vector_env(config: EnvConfig, render_mode: str | None = None) -> gym.ve
 
 
 def obs_spec(observation_space: spaces.Box, config: EnvConfig) -> ObsSpec:
-    """Describe the agent-facing observations for the novelty modules."""
+    """Describe the agent-facing observations for the novelty modules (``(D,)`` for vectors)."""
+    if len(observation_space.shape) == 1:
+        return ObsSpec(shape=tuple(observation_space.shape), channels_per_frame=1)
     channels, height, width = observation_space.shape
     return ObsSpec(shape=(channels, height, width), channels_per_frame=channels // config.frame_stack)

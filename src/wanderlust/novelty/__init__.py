@@ -15,6 +15,8 @@ from wanderlust.novelty.pixel import PixelConfig, PixelNovelty
 from wanderlust.novelty.rnd import RNDConfig, RNDNovelty
 
 NOVELTY_NAMES = ("pixel", "rnd", "icm", "episodic", "none")
+VECTOR_UNSUPPORTED = ("pixel", "icm", "episodic")
+"""Modules that read frames and refuse vector observations."""
 
 
 @dataclass
@@ -35,7 +37,12 @@ def make_novelty(
     name: str, config: NoveltyConfig, obs_spec: ObsSpec, action_space: gymnasium.spaces.Space, num_envs: int,
     device: torch.device | str,
 ) -> NoveltyModule:
-    """Build the novelty module called ``name`` (one of :data:`NOVELTY_NAMES`)."""
+    """Build the novelty module called ``name`` (one of :data:`NOVELTY_NAMES`).
+
+    Vector observations (``obs_spec.shape == (D,)``) work with ``rnd`` (an MLP variant) and ``none``.
+    """
+    if len(obs_spec.shape) == 1 and name in VECTOR_UNSUPPORTED:
+        raise ValueError(f"novelty '{name}' needs image observations; use 'rnd' or 'none' for vector observations")
     if name == "pixel":
         return PixelNovelty(obs_spec, num_envs, config.pixel, device)
     if name == "rnd":

@@ -34,10 +34,11 @@ import torch
 class ObsSpec:
     """What a novelty module needs to know about observations."""
 
-    shape: tuple[int, int, int]
-    """(C, H, W) of one observation, C = frame_stack * channels_per_frame."""
+    shape: tuple[int, ...]
+    """(C, H, W) of one image observation, C = frame_stack * channels_per_frame; or (D,) of a vector
+    observation (only ``rnd`` and ``none`` accept vectors)."""
     channels_per_frame: int
-    """1 for grayscale, 3 for RGB."""
+    """1 for grayscale, 3 for RGB (1 for vectors, unused)."""
 
 
 @dataclass(frozen=True)

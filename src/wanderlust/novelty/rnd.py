@@ -6,8 +6,11 @@ prediction error is a novelty reward. Network shapes follow the paper and CleanR
 ``ppo_rnd_envpool.py``: inputs are normalised per pixel by running statistics and clipped to
 [-5, 5]; the target never receives a gradient and is not given to the optimizer.
 
+Vector observations ``[B, V]`` (CartPole, ...) use an MLP variant of both networks (two hidden
+layers of ``VECTOR_HIDDEN``) on the normalised vector; everything else is the same.
+
 Shapes: ``B`` batch, ``c`` input channels (1, or ``C`` with ``all_channels``), ``H, W`` frame size,
-``D`` feature size (512).
+``D`` feature size (512), ``V`` length of a vector observation.
 """
 
 from __future__ import annotations
@@ -45,6 +48,23 @@ class RNDConfig:
     """Probability that a sample's loss is kept in a step (slows the predictor as in the paper)."""
 
 
+VECTOR_HIDDEN = 64
+"""Width of the hidden layers of the MLP target and predictor for vector observations."""
+
+
+def _vector_networks(size: int, feature_dim: int) -> tuple[nn.Module, nn.Module]:
+    """(target, predictor) MLPs ``[B, V] -> [B, D]``; the predictor has one more hidden layer (as the CNN one)."""
+    target = nn.Sequential(
+        nn.Linear(size, VECTOR_HIDDEN), nn.LeakyReLU(), nn.Linear(VECTOR_HIDDEN, VECTOR_HIDDEN), nn.LeakyReLU(),
+        nn.Linear(VECTOR_HIDDEN, feature_dim),
+    )
+    predictor = nn.Sequential(
+        nn.Linear(size, VECTOR_HIDDEN), nn.LeakyReLU(), nn.Linear(VECTOR_HIDDEN, VECTOR_HIDDEN), nn.LeakyReLU(),
+        nn.Linear(VECTOR_HIDDEN, feature_dim), nn.ReLU(), nn.Linear(feature_dim, feature_dim),
+    )
+    return orthogonal_init(target), orthogonal_init(predictor)
+
+
 def normalize_and_clip(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, clip: float) -> torch.Tensor:
     """``((x - mean) / std).clamp(-clip, clip)``; ``mean``/``std`` broadcast against ``x [B, c, H, W]``."""
     return ((x - mean) / std).clamp(-clip, clip)
@@ -62,7 +82,10 @@ class RNDNovelty:
     sequential = False
 
     def __init__(self, obs_spec: ObsSpec, config: RNDConfig, device: torch.device | str) -> None:
-        check_obs_spec(obs_spec)
+        self.vector = len(obs_spec.shape) == 1
+        """Vector observations ``(V,)``: MLP networks instead of CNNs."""
+        if not self.vector:
+            check_obs_spec(obs_spec)
         for field in ("feature_dim", "obs_clip", "learning_rate", "update_epochs", "minibatch_size"):
             check_positive(getattr(config, field), f"rnd.{field}")
         if not 0.0 < config.update_proportion <= 1.0:
@@ -70,19 +93,22 @@ class RNDNovelty:
         self.obs_spec = obs_spec
         self.config = config
         self.device = torch.device(device)
-        channels, height, width = obs_spec.shape
-        self.input_shape = (channels if config.all_channels else 1, height, width)
-        """(c, H, W) of the networks' input."""
-
-        target_trunk = nature_conv(self.input_shape[0], nn.LeakyReLU)
-        size = flat_size(target_trunk, self.input_shape, "RND")
-        self.target = orthogonal_init(nn.Sequential(target_trunk, nn.Linear(size, config.feature_dim)))
-        self.predictor = orthogonal_init(nn.Sequential(
-            nature_conv(self.input_shape[0], nn.LeakyReLU),
-            nn.Linear(size, config.feature_dim), nn.ReLU(),
-            nn.Linear(config.feature_dim, config.feature_dim), nn.ReLU(),
-            nn.Linear(config.feature_dim, config.feature_dim),
-        ))
+        if self.vector:
+            self.input_shape: tuple[int, ...] = tuple(obs_spec.shape)
+            self.target, self.predictor = _vector_networks(self.input_shape[0], config.feature_dim)
+        else:
+            channels, height, width = obs_spec.shape
+            self.input_shape = (channels if config.all_channels else 1, height, width)
+            """(c, H, W) of the networks' input, or (V,) for vectors."""
+            target_trunk = nature_conv(self.input_shape[0], nn.LeakyReLU)
+            size = flat_size(target_trunk, self.input_shape, "RND")
+            self.target = orthogonal_init(nn.Sequential(target_trunk, nn.Linear(size, config.feature_dim)))
+            self.predictor = orthogonal_init(nn.Sequential(
+                nature_conv(self.input_shape[0], nn.LeakyReLU),
+                nn.Linear(size, config.feature_dim), nn.ReLU(),
+                nn.Linear(config.feature_dim, config.feature_dim), nn.ReLU(),
+                nn.Linear(config.feature_dim, config.feature_dim),
+            ))
         self.target.to(self.device).requires_grad_(False)
         self.predictor.to(self.device)
         self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=config.learning_rate)
@@ -91,14 +117,15 @@ class RNDNovelty:
         self._refresh_normalizer()
 
     def network_inputs(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 ``[B, C, H, W]`` -> unnormalised float32 inputs ``[B, c, H, W]`` on the module's device."""
+        """uint8 ``[B, C, H, W]`` -> unnormalised float32 inputs ``[B, c, H, W]`` on the module's device
+        (float ``[B, V]`` vectors pass through as float32)."""
         obs = obs.to(self.device)
-        if self.config.all_channels:
+        if self.vector or self.config.all_channels:
             return obs.to(torch.float32)
         return to_grayscale(newest_frame(obs, self.obs_spec.channels_per_frame)).unsqueeze(1)
 
     def normalize(self, inputs: torch.Tensor) -> torch.Tensor:
-        """``[B, c, H, W]`` raw inputs -> normalised by the running statistics and clipped."""
+        """``[B, c, H, W]`` (or ``[B, V]``) raw inputs -> normalised by the running statistics and clipped."""
         return normalize_and_clip(inputs, self._mean, self._std, self.config.obs_clip)
 
     def reward(

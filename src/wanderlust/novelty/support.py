@@ -29,10 +29,15 @@ def check_obs_spec(obs_spec: ObsSpec) -> None:
 
 
 def check_obs(obs: torch.Tensor, obs_spec: ObsSpec, name: str, batch_size: int | None = None) -> None:
-    """Raise ValueError unless ``obs`` is uint8 ``[B, C, H, W]`` matching ``obs_spec`` (and ``B``)."""
-    if not isinstance(obs, torch.Tensor) or obs.dtype != torch.uint8 or obs.dim() != 4:
+    """Raise ValueError unless ``obs`` is uint8 ``[B, C, H, W]`` (float ``[B, D]`` for a vector
+    ``obs_spec``) matching ``obs_spec`` (and ``B``)."""
+    vector = len(obs_spec.shape) == 1
+    if not isinstance(obs, torch.Tensor) or obs.dim() != len(obs_spec.shape) + 1 or (
+        not obs.is_floating_point() if vector else obs.dtype != torch.uint8
+    ):
         got = f"{obs.dtype} {tuple(obs.shape)}" if isinstance(obs, torch.Tensor) else type(obs).__name__
-        raise ValueError(f"{name} must be a uint8 tensor [B, C, H, W], got {got}")
+        expected = "float tensor [B, D]" if vector else "uint8 tensor [B, C, H, W]"
+        raise ValueError(f"{name} must be a {expected}, got {got}")
     if tuple(obs.shape[1:]) != tuple(obs_spec.shape):
         raise ValueError(f"{name} has shape {tuple(obs.shape)}; the module was built for [B, {obs_spec.shape}]")
     if batch_size is not None and obs.shape[0] != batch_size:

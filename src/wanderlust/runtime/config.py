@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from wanderlust.agent.encoders import ENCODER_NAMES
 from wanderlust.algo.ppo import PPOConfig
 from wanderlust.novelty import NOVELTY_NAMES, NoveltyConfig
+from wanderlust.runtime.presets import BENCHMARK_PRESETS
 
 
 @dataclass
@@ -38,6 +40,14 @@ class EnvConfig:
     """Cells per side of the built-in maze (maze envs only)."""
     maze_obs_size: int = 64
     """Rendered view size of the built-in maze (maze envs only)."""
+    action_repeat: int | None = None
+    """Frames per agent step (ALE and VizDoom ids only); None: 4 for Atari with preprocessing, else the env's own."""
+    atari_preprocessing: bool = True
+    """ALE ids: Gymnasium's AtariPreprocessing (noop reset, frame skip + max-pool, resize, frameskip=1 inside)."""
+    minigrid_tile_size: int = 8
+    """MiniGrid ids: pixels per tile of the RGB 7x7-tile egocentric view (8 gives 56x56 frames)."""
+    vizdoom_resolution: str | None = None
+    """VizDoom ids: render size such as '160x120'; None keeps the scenario's (320x240)."""
 
 
 @dataclass
@@ -91,6 +101,12 @@ class TrainConfig:
             raise ValueError(f"frame_size must be between 8 and 1024, got {self.env.frame_size}")
         if self.env.max_episode_steps is not None:
             _positive("max_episode_steps", self.env.max_episode_steps)
+        if self.env.action_repeat is not None:
+            _positive("action_repeat", self.env.action_repeat)
+        _positive("minigrid_tile_size", self.env.minigrid_tile_size)
+        resolution = self.env.vizdoom_resolution
+        if resolution is not None and not re.fullmatch(r"\d+x\d+", resolution.lower()):
+            raise ValueError(f"vizdoom_resolution must look like '160x120', got '{self.env.vizdoom_resolution}'")
         self.ppo.validate()
         batch = self.ppo.num_steps * self.env.num_envs
         if batch % self.ppo.num_minibatches:
@@ -151,13 +167,19 @@ def set_by_path(config: TrainConfig, dotted: str, raw: str) -> None:
     if not dataclasses.is_dataclass(target) or leaf not in {f.name for f in dataclasses.fields(target)}:
         raise ValueError(f"unknown config key '{dotted}'")
     current = getattr(target, leaf)
-    setattr(target, leaf, _parse_like(current, raw, dotted))
+    annotation = str(next(f.type for f in dataclasses.fields(target) if f.name == leaf))
+    setattr(target, leaf, _parse_like(current, raw, dotted, text_field=annotation.startswith("str"),
+                                      optional="None" in annotation))
 
 
-def _parse_like(current: Any, raw: str, name: str) -> Any:
+def _parse_like(current: Any, raw: str, name: str, text_field: bool = False, optional: bool = True) -> Any:
+    """``raw`` parsed as the type of ``current``. ``text_field``: the field holds text (even while it is
+    None); ``optional``: 'none'/'null' mean None (otherwise they are text, e.g. ``novelty_name=none``)."""
     text = raw.strip()
-    if text.lower() in ("none", "null"):
+    if text.lower() in ("none", "null") and optional:
         return None
+    if text_field:
+        return text
     try:
         if isinstance(current, bool):
             if text.lower() in ("1", "true", "yes", "on"):
@@ -180,14 +202,22 @@ def _parse_like(current: Any, raw: str, name: str) -> Any:
 PRESETS: dict[str, str] = {
     "default": "Defaults: the built-in maze, episodic novelty, Nature CNN, 8 envs x 128 steps.",
     "quick": "A tiny run for smoke tests: 2 envs x 32 steps, 2 epochs, seed encoder.",
+    **{preset.name: preset.summary for preset in BENCHMARK_PRESETS},
 }
 
 
 def make_preset(name: str) -> TrainConfig:
-    """A named starting config; command-line options are applied on top."""
+    """A named starting config; command-line options are applied on top.
+
+    The benchmark presets (``rnd-atari``, ``icm-vizdoom``, ``minigrid``) are defined, with their
+    sources, in :mod:`wanderlust.runtime.presets`.
+    """
     if name not in PRESETS:
         raise ValueError(f"unknown preset '{name}'; choose one of {', '.join(PRESETS)}")
     config = TrainConfig()
+    for preset in BENCHMARK_PRESETS:
+        if preset.name == name:
+            preset.apply(config)
     if name == "quick":
         config.env.num_envs = 2
         config.ppo.num_steps = 32
