@@ -113,3 +113,12 @@ def test_sigterm_saves_a_checkpoint_and_exits_130(tmp_path):
     assert proc.returncode == 130, err
     assert "checkpoint saved" in err
     assert list((run / "checkpoints").glob("ckpt-*"))
+
+
+def test_resume_extends_a_run_and_records_the_new_budget(tmp_path):
+    run = tmp_path / "run"
+    assert run_cli("train", *TINY, "--total-steps", "32", "--run-dir", str(run)) == 0
+    assert run_cli("train", "--run-dir", str(run), "--resume", "--total-steps", "64", "--no-progress") == 0
+    assert json.loads((run / "config.json").read_text())["total_steps"] == 64
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [32, 64]

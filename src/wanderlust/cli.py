@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from wanderlust.runtime.config import PRESETS, TrainConfig, make_preset, set_by_path
+from wanderlust.runtime.config import PRESETS, SCREEN_ID, TrainConfig, make_preset, set_by_path
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -33,6 +33,16 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field, e.g. --set ppo.learning_rate=1e-4 (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    live = p.add_argument_group("live game (env id 'screen'; see docs/play-your-own-game.md)")
+    live.add_argument("--window", help="capture the window whose title contains this text")
+    live.add_argument("--window-class", help="or the window whose WM_CLASS contains this text")
+    live.add_argument("--region", help="or the screen region x,y,w,h")
+    live.add_argument("--monitor", type=int, help="or this monitor (1 = primary; the default)")
+    live.add_argument("--input", choices=("keyboard", "gamepad"), help="keyboard+mouse (XTest) or a virtual X360 pad")
+    live.add_argument("--mapping", help="keyboard mapping file (JSON/TOML); default WASD + mouse look")
+    live.add_argument("--stop-key", help="hotkey that stops the agent and releases all inputs (default F12)")
+    live.add_argument("--hz", type=float, help="control rate in steps per second (default 15)")
+    live.add_argument("--episode-seconds", type=float, help="episode length in seconds (default 300)")
 
 
 def _add_run_parsers(sub) -> None:
@@ -73,6 +83,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     config = make_preset(args.preset)
     if args.env_id:
         config.env.env_id = args.env_id
+    _apply_screen_args(config, args)
     for value, path in (
         (args.novelty, "novelty_name"), (args.total_steps, "total_steps"), (args.num_envs, "env.num_envs"),
         (args.num_steps, "ppo.num_steps"), (args.seed, "seed"), (args.encoder, "encoder"), (args.device, "device"),
@@ -88,9 +99,23 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return config
 
 
+SCREEN_ARGS = ("window", "window_class", "region", "monitor", "input", "mapping", "stop_key", "hz", "episode_seconds")
+
+
+def _apply_screen_args(config: TrainConfig, args: argparse.Namespace) -> None:
+    given = [name for name in SCREEN_ARGS if getattr(args, name) is not None]
+    if config.env.env_id != SCREEN_ID:
+        if given:
+            raise ValueError(f"--{given[0].replace('_', '-')} is for live games: use 'wanderlust train screen ...'")
+        return
+    config.env.num_envs = 1  # one live game; --num-envs can still say so explicitly
+    for name in given:
+        setattr(config.env.screen, name, getattr(args, name))
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from wanderlust.algo.trainer import train
-    from wanderlust.envs.factory import ensure_registered
+    from wanderlust.envs.factory import ensure_registered, make_env
     from wanderlust.runtime.rundir import create_run_dir, load_config, save_config
 
     if args.resume:
@@ -107,14 +132,23 @@ def cmd_train(args: argparse.Namespace) -> int:
             config.device = args.device
         config.validate()
         run_dir = create_run_dir(args.run_dir, name_parts=(), resume=True)
+        save_config(run_dir, config.to_dict())  # records a changed --total-steps / --device
     else:
         config = config_from_args(args)
-        ensure_registered(config.env.env_id)
-        run_dir = create_run_dir(args.run_dir, name_parts=(config.env.env_id, config.novelty_name, str(config.seed)),
-                                 resume=False)
-    save_config(run_dir, config.to_dict())
-    print(f"wanderlust: training {config.env.env_id} with {config.novelty_name} novelty for "
-          f"{config.total_steps:,} steps -> {run_dir}", file=sys.stderr)
+        if config.env.env_id != SCREEN_ID:
+            ensure_registered(config.env.env_id)
+        run_dir = None
+    if config.env.env_id == SCREEN_ID:
+        # Find the window and start the input device before anything is written: a missing window
+        # or gamepad driver is a one-line error that leaves no run folder behind.
+        env = make_env(config.env)
+        try:
+            run_dir = run_dir or _new_run_dir(config, args)
+        except BaseException:
+            env.close()
+            raise
+        return _train_live(config, env, run_dir, args)
+    run_dir = run_dir or _new_run_dir(config, args)
     result = train(config, run_dir, resume=args.resume, show_progress=not args.no_progress)
     coverage = result.last_metrics.get("charts/coverage")
     tail = f", coverage {coverage:.1%}" if coverage is not None else ""
@@ -123,6 +157,36 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"Continue with: wanderlust train --run-dir {run_dir} --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"wanderlust: done, {result.global_step:,} steps{tail}. Run folder: {run_dir}", file=sys.stderr)
+    return 0
+
+
+def _new_run_dir(config: TrainConfig, args: argparse.Namespace) -> Path:
+    """Create the run folder (refusing an existing one), save the resolved config, say what runs."""
+    from wanderlust.runtime.rundir import create_run_dir, save_config
+
+    run_dir = create_run_dir(args.run_dir, name_parts=(config.env.env_id, config.novelty_name, str(config.seed)),
+                             resume=False)
+    save_config(run_dir, config.to_dict())
+    print(f"wanderlust: training {config.env.env_id} with {config.novelty_name} novelty for "
+          f"{config.total_steps:,} steps -> {run_dir}", file=sys.stderr)
+    return run_dir
+
+
+def _train_live(config: TrainConfig, env, run_dir: Path, args: argparse.Namespace) -> int:
+    """A live game: the real-time runner (actor at the control rate, learner beside it); it closes
+    ``env`` on every path, which releases every input."""
+    from wanderlust.algo.realtime import train_realtime
+
+    print(f"wanderlust: live at {config.env.screen.hz:g} Hz; press {config.env.screen.stop_key} to stop",
+          file=sys.stderr)
+    result = train_realtime(config, env, run_dir, resume=args.resume, show_progress=not args.no_progress)
+    summary = (f"{result.global_step:,} steps, actor {result.actor_hz:.1f} Hz, {result.late_steps} late steps, "
+               f"{result.dropped_rollouts} rollouts dropped")
+    if result.stopped_by == "interrupt":
+        print(f"wanderlust: interrupted after {summary}; checkpoint saved. "
+              f"Continue with: wanderlust train --run-dir {run_dir} --resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"wanderlust: stopped by {result.stopped_by} after {summary}. Run folder: {run_dir}", file=sys.stderr)
     return 0
 
 

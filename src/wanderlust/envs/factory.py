@@ -23,7 +23,7 @@ from wanderlust.envs import register_envs
 from wanderlust.envs.families import check_family_settings, make_base_env
 from wanderlust.envs.vizdoom_starts import register_my_way_home_starts
 from wanderlust.novelty.base import ObsSpec
-from wanderlust.runtime.config import EnvConfig
+from wanderlust.runtime.config import SCREEN_ID, EnvConfig, ScreenSettings
 
 # Optional packages that register env ids when imported, by id prefix.
 _PLUGINS: tuple[tuple[str, str], ...] = (
@@ -144,17 +144,12 @@ def _unit_actions(env: gym.Env, env_id: str) -> gym.Env:
 
 def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
     """One preprocessed env (not seeded: seed it through ``reset(seed=...)``)."""
-    ensure_registered(config.env_id)
-    check_family_settings(config)
-    if is_maze(config.env_id):
-        kwargs: dict = {"size": config.maze_size, "obs_size": config.maze_obs_size}
-        if config.max_episode_steps is not None:
-            kwargs["max_steps"] = config.max_episode_steps
-        if render_mode is not None:
-            kwargs["render_mode"] = render_mode
-        env = gym.make(config.env_id, **kwargs)
+    if config.env_id == SCREEN_ID:
+        env = make_live_screen(config.screen, render_mode)
     else:
-        env = make_base_env(config, render_mode)
+        ensure_registered(config.env_id)
+        check_family_settings(config)
+        env = _make_registered(config, render_mode)
     env = gym.wrappers.RecordEpisodeStatistics(env)  # raw returns in info["episode"]
     env = _image_observation(env, config.env_id)
     env = _unit_actions(env, config.env_id)
@@ -171,6 +166,31 @@ def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
     if config.frame_stack > 1:
         env = gym.wrappers.FrameStackObservation(env, config.frame_stack)
     return ChannelsFirstStack(env)
+
+
+def _make_registered(config: EnvConfig, render_mode: str | None) -> gym.Env:
+    """The raw env behind a Gymnasium id, with the family's own options applied."""
+    if not is_maze(config.env_id):
+        return make_base_env(config, render_mode)
+    kwargs: dict = {"size": config.maze_size, "obs_size": config.maze_obs_size}
+    if config.max_episode_steps is not None:
+        kwargs["max_steps"] = config.max_episode_steps
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    return gym.make(config.env_id, **kwargs)
+
+
+def make_live_screen(settings: ScreenSettings, render_mode: str | None = None) -> gym.Env:
+    """The live game described by ``settings`` as a ScreenEnv (frames RGB, 4 stick axes, reward 0)."""
+    from wanderlust.envs.screen import ScreenConfig, make_screen_env
+
+    return make_screen_env(
+        window=settings.window, window_class=settings.window_class, region=settings.region,
+        monitor=settings.monitor, input_kind=settings.input, mapping_path=settings.mapping,
+        hotkey=settings.stop_key, render_mode=render_mode,
+        config=ScreenConfig(obs_size=(settings.frame_size, settings.frame_size), hz=settings.hz,
+                            episode_seconds=settings.episode_seconds),
+    )
 
 
 def make_vector_env(config: EnvConfig, render_mode: str | None = None) -> gym.vector.VectorEnv:

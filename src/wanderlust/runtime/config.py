@@ -18,6 +18,36 @@ from wanderlust.novelty import NOVELTY_NAMES, NoveltyConfig
 from wanderlust.runtime.presets import BENCHMARK_PRESETS
 
 
+SCREEN_ID = "screen"
+"""The env id of a live game captured from the screen."""
+
+
+@dataclass
+class ScreenSettings:
+    """A live game seen through the screen (env id ``screen``); see docs/play-your-own-game.md."""
+
+    window: str | None = None
+    """Capture the window whose title contains this text (case-insensitive)."""
+    window_class: str | None = None
+    """Or the window whose WM_CLASS / Win32 class contains this text."""
+    region: str | None = None
+    """Or a screen region 'x,y,w,h' in pixels."""
+    monitor: int | None = None
+    """Or an mss monitor index (1 = primary); used when no window or region is given."""
+    input: str = "keyboard"
+    """Input device: 'keyboard' (keyboard + mouse through XTest) or 'gamepad' (virtual Xbox 360 pad)."""
+    mapping: str | None = None
+    """Keyboard mapping file (JSON/TOML); None: WASD walk, mouse look."""
+    stop_key: str = "F12"
+    """Hotkey that stops the agent and releases every input."""
+    hz: float = 15.0
+    """Control rate: agent steps per second."""
+    episode_seconds: float = 300.0
+    """A live game has no reset: episodes end (truncate) after this many seconds."""
+    frame_size: int = 84
+    """Captured frames are resized to frame_size x frame_size."""
+
+
 @dataclass
 class EnvConfig:
     """Which game to play and how its frames are preprocessed."""
@@ -48,6 +78,8 @@ class EnvConfig:
     """MiniGrid ids: pixels per tile of the RGB 7x7-tile egocentric view (8 gives 56x56 frames)."""
     vizdoom_resolution: str | None = None
     """VizDoom ids: render size such as '160x120'; None keeps the scenario's (320x240)."""
+    screen: ScreenSettings = field(default_factory=ScreenSettings)
+    """Env id ``screen`` only: which window to capture and how to send input."""
 
 
 @dataclass
@@ -107,6 +139,15 @@ class TrainConfig:
         resolution = self.env.vizdoom_resolution
         if resolution is not None and not re.fullmatch(r"\d+x\d+", resolution.lower()):
             raise ValueError(f"vizdoom_resolution must look like '160x120', got '{self.env.vizdoom_resolution}'")
+        if self.env.env_id == SCREEN_ID:
+            if self.env.num_envs != 1:
+                raise ValueError(f"a live screen is one env: use --num-envs 1, not {self.env.num_envs}")
+            if self.env.screen.input not in ("keyboard", "gamepad"):
+                raise ValueError(f"--input must be 'keyboard' or 'gamepad', got '{self.env.screen.input}'")
+            if not 0 < self.env.screen.hz <= 240:
+                raise ValueError(f"--hz must be in (0, 240], got {self.env.screen.hz}")
+            if self.env.screen.episode_seconds <= 0:
+                raise ValueError(f"--episode-seconds must be positive, got {self.env.screen.episode_seconds}")
         self.ppo.validate()
         batch = self.ppo.num_steps * self.env.num_envs
         if batch % self.ppo.num_minibatches:
