@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,7 +47,7 @@ import numpy as np
 from _common import markdown_table
 
 TITLE = "wanderlust maze"
-SCREEN = "1920x1080x24"
+SCREEN_SIZE = (1920, 1080)
 
 
 @dataclass
@@ -74,24 +73,6 @@ def percentiles_ms(seconds: list[float]) -> tuple[float, float]:
 
 
 # ---- the display and the game ------------------------------------------------------------
-
-def start_xvfb() -> tuple[subprocess.Popen, str]:
-    """Xvfb on a free display number (``-displayfd``), TCP off; returns (process, ':N')."""
-    if shutil.which("Xvfb") is None:
-        sys.exit("Xvfb is not installed: sudo apt-get install xvfb")
-    read_end, write_end = os.pipe()
-    process = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", SCREEN, "-nolisten", "tcp", "-noreset"],
-        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    os.close(write_end)
-    with os.fdopen(read_end) as numbers:
-        number = numbers.readline().strip()
-    if not number:
-        process.kill()
-        sys.exit("Xvfb did not start")
-    return process, f":{number}"
-
 
 def start_game(display: str) -> subprocess.Popen:
     """The test game on ``display``, focused; waits for its window."""
@@ -323,7 +304,13 @@ def main() -> None:
         parser.error(f"--rates must be numbers separated by commas, got {args.rates!r}")
     if not rates or not all(0 < rate <= 240 for rate in rates):
         parser.error("--rates must be in (0, 240] Hz")
-    xvfb, display = start_xvfb()
+    from wanderlust.envs.screen.errors import ScreenSetupError
+    from wanderlust.envs.screen.xvfb import start_xvfb
+
+    try:
+        xvfb, display = start_xvfb(*SCREEN_SIZE)
+    except ScreenSetupError as error:
+        sys.exit(str(error))
     previous_display = os.environ.get("DISPLAY")
     os.environ["DISPLAY"] = display  # pyautogui and mss read it; inputs only go to this private server
     game = start_game(display)
@@ -350,7 +337,7 @@ def main() -> None:
         else:
             os.environ["DISPLAY"] = previous_display
 
-    print(f"\nLive window on Xvfb {SCREEN}, {os.cpu_count()} cores, {args.seconds:g} s per row\n")
+    print(f"\nLive window on Xvfb {SCREEN_SIZE[0]}x{SCREEN_SIZE[1]}x24, {os.cpu_count()} cores, {args.seconds:g} s per row\n")
     print(markdown_table(
         ["loop", "target Hz", "achieved Hz", "late steps %", "latency p50 ms", "latency p99 ms", "updates", "dropped"],
         [[r.name, r.target_hz, r.achieved_hz, r.late_percent, r.latency_p50_ms, r.latency_p99_ms, r.updates,

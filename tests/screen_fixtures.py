@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,7 +17,6 @@ from pathlib import Path
 import pytest
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-XVFB_SCREEN = "1024x768x24"
 
 
 def wait_until(condition: Callable[[], object], timeout: float, interval: float = 0.02) -> object:
@@ -31,30 +29,16 @@ def wait_until(condition: Callable[[], object], timeout: float, interval: float 
         time.sleep(interval)
 
 
-def start_xvfb() -> tuple[subprocess.Popen, str]:
-    """Start ``Xvfb -displayfd`` on a free display number; returns (process, ':N')."""
-    if shutil.which("Xvfb") is None:
-        pytest.fail("Xvfb is not installed; the screen tests need it: sudo apt-get install xvfb")
-    read_end, write_end = os.pipe()
-    process = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", XVFB_SCREEN, "-nolisten", "tcp", "-noreset"],
-        pass_fds=(write_end,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_end)
-    with os.fdopen(read_end) as numbers:
-        number = numbers.readline().strip()
-    if not number:
-        process.kill()
-        pytest.fail("Xvfb did not start (no display number reported)")
-    return process, f":{number}"
-
-
 @pytest.fixture(scope="module")
 def xvfb() -> Iterator[str]:
-    """A private Xvfb display for this test module; DISPLAY points at it meanwhile."""
-    process, display = start_xvfb()
+    """A private 1024x768 Xvfb display for this test module; DISPLAY points at it meanwhile."""
+    from wanderlust.envs.screen.errors import ScreenSetupError
+    from wanderlust.envs.screen.xvfb import start_xvfb
+
+    try:
+        process, display = start_xvfb(width=1024, height=768)
+    except ScreenSetupError as error:
+        pytest.fail(f"the screen tests need a private X display: {error}")
     previous = os.environ.get("DISPLAY")
     os.environ["DISPLAY"] = display
     try:
@@ -66,6 +50,17 @@ def xvfb() -> Iterator[str]:
             os.environ["DISPLAY"] = previous
         process.terminate()
         process.wait(timeout=10)
+
+
+def keys_down(display: str | None = None) -> set[int]:
+    """Keycodes down on ``display`` (default ``$DISPLAY``: the private Xvfb), read with XQueryKeymap."""
+    from wanderlust.envs.screen.x11 import open_display, pressed_keycodes
+
+    connection = open_display(display)
+    try:
+        return pressed_keycodes(connection)
+    finally:
+        connection.close()
 
 
 def subprocess_env(display: str) -> dict[str, str]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from screen_fixtures import game, xvfb  # noqa: F401  (fixtures)
+from screen_fixtures import game, keys_down, xvfb  # noqa: F401  (fixtures)
 
 from wanderlust.cli import main
-from wanderlust.envs.screen.x11 import open_display, pressed_keycodes
 
 TITLE = "wanderlust maze"
 LIVE = ["train", "screen", "--window", TITLE, "--input", "keyboard", "--hz", "30", "--preset", "quick",
@@ -29,9 +28,7 @@ def test_train_screen_learns_from_the_window_and_releases_every_key(game, tmp_pa
     after = game.wait_frames()
     assert after["frame"] > before["frame"]
     assert after["keys"] == []  # the game sees nothing held
-    display = open_display(game.display)
-    assert not pressed_keycodes(display)  # and neither does the X server
-    display.close()
+    assert not keys_down(game.display)  # and neither does the X server
 
 
 def test_train_screen_errors_are_one_line(game, tmp_path, capsys):

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from screen_fixtures import subprocess_env, wait_until, xvfb  # noqa: F401  (fixture)
+from screen_fixtures import keys_down, subprocess_env, wait_until, xvfb  # noqa: F401  (fixture)
 
-from wanderlust.envs.screen.x11 import XTestSender, keycode_for, open_display, pressed_keycodes
+from wanderlust.envs.screen.x11 import XTestSender, keycode_for, open_display
 
 AGENT = r"""
 import os, sys, time
@@ -65,14 +65,6 @@ except KeyboardInterrupt:
     say("interrupted")
     sys.exit(130)
 """
-
-
-def keys_down() -> set[int]:
-    display = open_display()
-    try:
-        return pressed_keycodes(display)
-    finally:
-        display.close()
 
 
 def process_gone(pid: int) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from screen_fixtures import game, wait_until, xvfb  # noqa: F401  (fixtures)
+from screen_fixtures import game, keys_down, wait_until, xvfb  # noqa: F401  (fixtures)
 
 from wanderlust.envs.screen import (
     GuardedDevice,
@@ -25,15 +25,6 @@ TITLE = "wanderlust maze"
 
 def mean_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
-
-
-def keys_down() -> set[int]:
-    """Keycodes down on the private display (XQueryKeymap)."""
-    display = open_display()
-    try:
-        return pressed_keycodes(display)
-    finally:
-        display.close()
 
 
 def keycode(name: str) -> int:

@@ -19,12 +19,13 @@ import torch
 from torch import nn
 
 from wanderlust.novelty.base import NoveltyBatch, ObsSpec, newest_frame
+from wanderlust.novelty.memory import PerEnvMemory, history_mask
 from wanderlust.novelty.nets import (
     action_size, check_actions, flat_size, inverse_dynamics_loss, nature_conv, orthogonal_init,
 )
 from wanderlust.novelty.support import (
-    check_obs, check_obs_spec, check_positive, cpu_copy, episode_ends_mask, load_optimizer_state, load_tensor,
-    minibatches, optimizer_state,
+    check_obs, check_obs_spec, check_positive, check_step, cpu_copy, load_optimizer_state, minibatches,
+    optimizer_state,
 )
 from wanderlust.runtime.normalize import RunningMeanStd
 
@@ -67,8 +68,7 @@ def nearest_squared_distances(
     """
     capacity = memory.shape[1]
     distances = (memory - query[:, None]).pow(2).sum(dim=2)  # [N, M]
-    filled = torch.arange(capacity, device=memory.device)[None, :] < counts.clamp(max=capacity)[:, None]
-    distances = distances.masked_fill(~filled, float("inf"))
+    distances = distances.masked_fill(~history_mask(counts, capacity), float("inf"))
     return distances.topk(min(num_neighbors, capacity), dim=1, largest=False).values
 
 
@@ -97,8 +97,8 @@ class EpisodicNovelty:
         for field in ("embedding_dim", "capacity", "num_neighbors", "kernel_epsilon", "max_similarity",
                       "hidden_size", "learning_rate", "update_epochs", "minibatch_size"):
             check_positive(getattr(config, field), f"episodic.{field}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.episode_memory = PerEnvMemory(num_envs, config.capacity, (config.embedding_dim,), device)
+        """Each env's embeddings ``[N, M, D]`` of this episode."""
         self.obs_spec = obs_spec
         self.action_space = action_space
         self.num_envs = num_envs
@@ -117,13 +117,19 @@ class EpisodicNovelty:
         orthogonal_init(self.networks)
         self.networks.to(self.device)
         self.optimizer = torch.optim.Adam(self.networks.parameters(), lr=config.learning_rate)
-        self.memory = torch.zeros((num_envs, config.capacity, config.embedding_dim), device=self.device)
-        """[N, M, D] ring buffer of this episode's embeddings; env i writes slot counts[i] % M next."""
-        self.counts = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
-        """[N] embeddings written since each env's episode began (0 = empty)."""
         self.distance_stats = RunningMeanStd(())
         """Cumulative mean of all k-NN squared distances seen by reward() (normalises distances); updated
         with each call's distances before they are normalised."""
+
+    @property
+    def memory(self) -> torch.Tensor:
+        """[N, M, D] ring buffer of this episode's embeddings; env i writes slot counts[i] % M next."""
+        return self.episode_memory.entries
+
+    @property
+    def counts(self) -> torch.Tensor:
+        """[N] embeddings written since each env's episode began (0 = empty)."""
+        return self.episode_memory.counts
 
     def embed(self, obs: torch.Tensor) -> torch.Tensor:
         """uint8 ``[B, C, H, W]`` -> embedding ``[B, D]`` of the newest frame (scaled to [0, 1])."""
@@ -134,26 +140,19 @@ class EpisodicNovelty:
         self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, episode_ends: torch.Tensor
     ) -> torch.Tensor:
         """``[N]`` episodic novelty of each env's ``next_obs``; then remember it (forget at episode ends)."""
-        check_obs(obs, self.obs_spec, "obs", self.num_envs)
-        check_obs(next_obs, self.obs_spec, "next_obs", self.num_envs)
-        ends = episode_ends_mask(episode_ends, self.num_envs, self.device)
-        capacity = self.config.capacity
+        ends = check_step(obs, next_obs, episode_ends, self.obs_spec, self.num_envs, self.device)
+        memory = self.episode_memory
         with torch.no_grad():
             new_embedding = self.embed(next_obs)  # [N, D]
-            empty = self.counts == 0
-            if bool(empty.any()):  # first step of an episode: compare against the start frame
-                self.memory[empty, 0] = self.embed(obs.to(self.device)[empty])
-                self.counts[empty] = 1
-            squared = nearest_squared_distances(new_embedding, self.memory, self.counts, self.config.num_neighbors)
+            memory.fill_empty(obs, self.embed)  # first step of an episode: compare against the start frame
+            squared = nearest_squared_distances(new_embedding, memory.entries, memory.counts, self.config.num_neighbors)
             finite = squared[torch.isfinite(squared)].to(torch.float64).cpu()
             if finite.numel() > 0:
                 self.distance_stats.update(finite)
             distance_mean = self.distance_stats.mean.to(device=self.device, dtype=torch.float32)
             novelty = episodic_novelty(squared, distance_mean, self.config)
-            envs = torch.arange(self.num_envs, device=self.device)
-            self.memory[envs, self.counts % capacity] = new_embedding
-            self.counts += 1
-            self.counts[ends] = 0
+            memory.push(new_embedding)
+            memory.clear(ends)
         return novelty
 
     def update(self, batch: NoveltyBatch) -> dict[str, float]:
@@ -183,14 +182,12 @@ class EpisodicNovelty:
         return {
             "networks": cpu_copy(self.networks.state_dict()),
             "optimizer": optimizer_state(self.optimizer),
-            "memory": cpu_copy(self.memory),
-            "counts": cpu_copy(self.counts),
+            "memory": self.episode_memory.state_dict(),
             "distance_stats": self.distance_stats.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.networks.load_state_dict(state["networks"])
         load_optimizer_state(self.optimizer, state["optimizer"])
-        self.memory = load_tensor(state["memory"], self.memory)
-        self.counts = load_tensor(state["counts"], self.counts)
+        self.episode_memory.load_state_dict(state["memory"])
         self.distance_stats.load_state_dict(state["distance_stats"])

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import torch
 
 from wanderlust.novelty.base import NoveltyBatch, ObsSpec, newest_frame, to_grayscale
-from wanderlust.novelty.support import (
-    check_obs, check_obs_spec, cpu_copy, episode_ends_mask, load_tensor,
-)
+from wanderlust.novelty.memory import PerEnvMemory, history_mask
+from wanderlust.novelty.support import check_obs_spec, check_step
+
+__all__ = ["PixelConfig", "PixelNovelty", "gray_frames", "history_mask", "mean_abs_difference"]
 
 
 @dataclass
@@ -37,12 +38,6 @@ def gray_frames(obs: torch.Tensor, channels_per_frame: int) -> torch.Tensor:
     """
     gray = to_grayscale(newest_frame(obs, channels_per_frame))
     return gray.round().clamp(0, 255).to(torch.uint8)
-
-
-def history_mask(counts: torch.Tensor, capacity: int) -> torch.Tensor:
-    """``counts [N]`` (entries ever written this episode) -> bool ``[N, capacity]``, True where filled."""
-    slots = torch.arange(capacity, device=counts.device)
-    return slots[None, :] < counts.clamp(max=capacity)[:, None]
 
 
 def mean_abs_difference(frame: torch.Tensor, history: torch.Tensor, filled: torch.Tensor) -> torch.Tensor:
@@ -73,39 +68,33 @@ class PixelNovelty:
         check_obs_spec(obs_spec)
         if config.history < 1:
             raise ValueError(f"pixel history must be >= 1 frame, got {config.history}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.obs_spec = obs_spec
         self.num_envs = num_envs
         self.config = config
         self.device = torch.device(device)
         _, height, width = obs_spec.shape
-        self.frames = torch.zeros((num_envs, config.history, height, width), dtype=torch.float32, device=self.device)
-        """[N, K, H, W] ring buffer of grayscale frames (integers 0..255 kept as float32 for speed; saved as
-        uint8); env i's next frame goes to slot counts[i] % K."""
-        self.counts = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self.history = PerEnvMemory(num_envs, config.history, (height, width), self.device, saved_dtype=torch.uint8)
+        """Each env's last K grayscale frames ``[N, K, H, W]`` (integers 0..255 kept as float32 for speed;
+        saved as uint8)."""
+
+    @property
+    def counts(self) -> torch.Tensor:
         """[N] frames written to each env's history since its episode began (0 = empty)."""
+        return self.history.counts
 
     def reward(
         self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, episode_ends: torch.Tensor
     ) -> torch.Tensor:
         """``[N]`` novelty of each env's new frame (newest frame of ``next_obs``) against its history."""
-        check_obs(obs, self.obs_spec, "obs", self.num_envs)
-        check_obs(next_obs, self.obs_spec, "next_obs", self.num_envs)
-        ends = episode_ends_mask(episode_ends, self.num_envs, self.device)
-        capacity = self.config.history
+        ends = check_step(obs, next_obs, episode_ends, self.obs_spec, self.num_envs, self.device)
+        channels = self.obs_spec.channels_per_frame
         with torch.no_grad():
-            obs, next_obs = obs.to(self.device), next_obs.to(self.device)
-            new_frame = gray_frames(next_obs, self.obs_spec.channels_per_frame).to(torch.float32)  # [N, H, W]
-            empty = self.counts == 0
-            if bool(empty.any()):  # first step of an episode: compare against the start frame
-                self.frames[empty, 0] = gray_frames(obs[empty], self.obs_spec.channels_per_frame).to(torch.float32)
-                self.counts[empty] = 1
-            novelty = mean_abs_difference(new_frame, self.frames, history_mask(self.counts, capacity))
-            envs = torch.arange(self.num_envs, device=self.device)
-            self.frames[envs, self.counts % capacity] = new_frame
-            self.counts += 1
-            self.counts[ends] = 0
+            new_frame = gray_frames(next_obs.to(self.device), channels).to(torch.float32)  # [N, H, W]
+            # first step of an episode: compare against the start frame
+            self.history.fill_empty(obs, lambda start: gray_frames(start, channels))
+            novelty = mean_abs_difference(new_frame, self.history.entries, self.history.mask())
+            self.history.push(new_frame)
+            self.history.clear(ends)
         return novelty
 
     def update(self, batch: NoveltyBatch) -> dict[str, float]:
@@ -113,8 +102,9 @@ class PixelNovelty:
         return {}
 
     def state_dict(self) -> dict:
-        return cpu_copy({"frames": self.frames.to(torch.uint8), "counts": self.counts})
+        """``{"frames": uint8 [N, K, H, W], "counts": [N]}``."""
+        history = self.history.state_dict()
+        return {"frames": history["entries"], "counts": history["counts"]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.frames = load_tensor(torch.as_tensor(state["frames"]).to(torch.float32), self.frames)
-        self.counts = load_tensor(state["counts"], self.counts)
+        self.history.load_state_dict({"entries": state["frames"], "counts": state["counts"]})

@@ -55,6 +55,17 @@ def episode_ends_mask(episode_ends: torch.Tensor, num_envs: int, device: torch.d
     return ends
 
 
+def check_step(
+    obs: torch.Tensor, next_obs: torch.Tensor, episode_ends: torch.Tensor, obs_spec: ObsSpec, num_envs: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """Check one env step given to a sequential module's ``reward()`` (``obs``, ``next_obs`` ``[N, C, H, W]``,
+    ``episode_ends [N]``); return the episode ends as a bool tensor ``[N]`` on ``device``."""
+    check_obs(obs, obs_spec, "obs", num_envs)
+    check_obs(next_obs, obs_spec, "next_obs", num_envs)
+    return episode_ends_mask(episode_ends, num_envs, device)
+
+
 def check_positive(value: float, name: str) -> None:
     """Raise ValueError unless ``value > 0``."""
     if not value > 0:
