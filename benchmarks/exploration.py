@@ -25,7 +25,7 @@ from _common import markdown_table, set_torch_threads
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
 from wanderlust.envs.maze import run_explorer
-from wanderlust.runtime.config import TrainConfig
+from wanderlust.runtime.config import TrainConfig, set_by_path
 from wanderlust.runtime.rundir import save_config
 
 EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first mazes
@@ -45,18 +45,21 @@ def train_and_evaluate(
         print(f"  training {method} in {tmp} (metrics.jsonl shows progress)", flush=True)
         save_config(Path(tmp), config.to_dict())
         started = time.perf_counter()
-        train(config, Path(tmp), show_progress=False)
+        trained = train(config, Path(tmp), show_progress=False)
+        if trained.interrupted:  # Ctrl-C / SIGTERM: stop the benchmark, do not report a partial run
+            raise KeyboardInterrupt(f"{method} interrupted after {trained.global_step:,} steps")
         seconds = time.perf_counter() - started
         config, agent = load_policy(Path(tmp))
     config.env.max_episode_steps = episode_steps
     result = run_episodes(config, agent, episodes, seed=EVAL_SEED)
     coverages = [e.coverage for e in result.episodes]
-    return {"method": method, "train_steps": steps, "train_seconds": seconds, "coverages": coverages}
+    return {"method": method, "train_steps": trained.global_step, "train_seconds": seconds, "coverages": coverages}
 
 
-def baseline(name: str, episodes: int, episode_steps: int) -> dict:
+def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False) -> dict:
     coverages = [
-        run_explorer(name, episode_steps, seed=EVAL_SEED + i, env_kwargs={"max_steps": episode_steps})["coverage"]
+        run_explorer(name, episode_steps, seed=EVAL_SEED + i,
+                     env_kwargs={"max_steps": episode_steps, "discrete": discrete})["coverage"]
         for i in range(episodes)
     ]
     return {"method": name, "train_steps": 0, "train_seconds": 0.0, "coverages": coverages}
@@ -71,17 +74,26 @@ def main() -> None:
     parser.add_argument("--episode-steps", type=int, default=1000, help="steps per evaluation episode")
     parser.add_argument("--seed", type=int, default=1, help="training seed")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--env-id", default="wanderlust/Maze-v0", help="maze variant (Box sticks or Discrete)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for the trained agents, e.g. ppo.ent_coef=0")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     steps = 30_000 if args.quick else args.steps
     set_torch_threads(args.threads)
 
-    results = [baseline("random", args.episodes, args.episode_steps)]
+    discrete = "Discrete" in args.env_id
+    results = [baseline("random", args.episodes, args.episode_steps, discrete)]
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
-        results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps))
+        config = TrainConfig()
+        config.env.env_id = args.env_id
+        for item in args.set:
+            key, _, raw = item.partition("=")
+            set_by_path(config, key.strip(), raw)
+        results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "
-              f"after {steps:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)
-    results.append(baseline("oracle", args.episodes, args.episode_steps))
+              f"after {results[-1]['train_steps']:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)
+    results.append(baseline("oracle", args.episodes, args.episode_steps, discrete))
 
     random_mean = float(np.mean(results[0]["coverages"]))
     oracle_mean = float(np.mean(results[-1]["coverages"]))
@@ -92,7 +104,7 @@ def main() -> None:
             r["method"], f"{r['train_steps']:,}", f"{r['train_seconds'] / 60:.1f}", f"{mean:.1%}", f"{std:.1%}",
             f"{mean / random_mean:.2f}x", f"{mean / oracle_mean:.0%}",
         ])
-    print(f"\nCoverage of the 9x9 maze in {args.episode_steps}-step episodes, {args.episodes} unseen mazes "
+    print(f"\n{args.env_id}: coverage of the 9x9 maze in {args.episode_steps}-step episodes, {args.episodes} unseen mazes "
           f"(seeds {EVAL_SEED}..{EVAL_SEED + args.episodes - 1})\n")
     print(markdown_table(["method", "train steps", "train min", "coverage", "std", "vs random", "of oracle"], rows))
     if args.json:
