@@ -16,10 +16,9 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts <repo>/src on sys.path)
 import numpy as np
-import torch
 
+from wanderlust.algo import evaluate
 from wanderlust.algo.trainer import Learner, train
-from wanderlust.envs.factory import make_env
 from wanderlust.runtime.config import TrainConfig
 
 ActionFn = Callable[[np.ndarray], object]
@@ -60,32 +59,12 @@ def mean_curve(curves: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int,
 
 def play_episodes(config: TrainConfig, act: ActionFn, episodes: int, seed: int) -> list[tuple[float, dict]]:
     """``(return, last info)`` of ``episodes`` episodes played with ``act`` on ``config.env``."""
-    env = make_env(config.env)
-    results = []
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        try:
-            for episode in range(episodes):
-                obs, info = env.reset(seed=seed + episode)
-                total, done = 0.0, False
-                while not done:
-                    obs, reward, terminated, truncated, info = env.step(act(obs))
-                    total += float(reward)
-                    done = terminated or truncated
-                results.append((total, info))
-        finally:
-            env.close()
-    return results
+    return [(total, info) for _, total, info in evaluate.play_episodes(config.env, act, episodes, seed)]
 
 
 def wanderlust_act(learner: Learner) -> ActionFn:
     """Sample the learner's current policy for one observation."""
-    device = learner.device
-
-    def act(obs: np.ndarray) -> object:
-        return learner.agent.act(torch.from_numpy(obs).unsqueeze(0).to(device)).env_action[0].cpu().numpy()
-
-    return act
+    return evaluate.policy_action(learner.agent)
 
 
 def wanderlust_curve(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import torch
 from wanderlust.agent.actor_critic import ActorCritic
 from wanderlust.envs.factory import make_env
 from wanderlust.runtime.checkpoint import load_checkpoint
-from wanderlust.runtime.config import TrainConfig
+from wanderlust.runtime.config import EnvConfig, TrainConfig
 from wanderlust.runtime.rundir import load_config
 
 
@@ -52,15 +53,27 @@ def load_policy(run_dir: Path, device: str = "cpu") -> tuple[TrainConfig, ActorC
     return config, agent.to(device).eval()
 
 
-def run_episodes(
-    config: TrainConfig, agent: ActorCritic, episodes: int, seed: int, deterministic: bool = False,
+def policy_action(agent: ActorCritic, deterministic: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """One observation ``[C, H, W]`` -> the env action the agent takes (sampled unless deterministic)."""
+    device = next(agent.parameters()).device
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        out = agent.act(torch.from_numpy(obs).unsqueeze(0).to(device), deterministic=deterministic)
+        return out.env_action[0].cpu().numpy()
+
+    return act
+
+
+def play_episodes(
+    env_config: EnvConfig, act: Callable[[np.ndarray], object], episodes: int, seed: int,
     video_path: Path | None = None,
-) -> EvalResult:
-    """Play ``episodes`` episodes with seeds ``seed, seed + 1, ...``; record the first one to
-    ``video_path`` (mp4, Gymnasium's RecordVideo) when given."""
+) -> list[tuple[int, float, dict]]:
+    """``(steps, return, last info)`` of ``episodes`` episodes with seeds ``seed, seed + 1, ...``,
+    actions from ``act`` (any policy); torch sampling is seeded with ``seed`` without touching the
+    caller's RNG. The first episode is recorded to ``video_path`` (mp4, Gymnasium's RecordVideo)."""
     if episodes <= 0:
         raise ValueError(f"episodes must be positive, got {episodes}")
-    env = make_env(config.env, render_mode="rgb_array" if video_path else None)
+    env = make_env(env_config, render_mode="rgb_array" if video_path else None)
     video_dir = None
     if video_path is not None:
         from gymnasium.wrappers import RecordVideo
@@ -68,23 +81,21 @@ def run_episodes(
         video_dir = Path(tempfile.mkdtemp(prefix="wanderlust-video-")) / "episodes"
         env = RecordVideo(env, str(video_dir), episode_trigger=lambda index: index == 0, name_prefix="episode",
                           disable_logger=True)
-    device = next(agent.parameters()).device
-    result = EvalResult()
-    torch.manual_seed(seed)
-    try:
-        for episode in range(episodes):
-            obs, info = env.reset(seed=seed + episode)
-            total, steps, done = 0.0, 0, False
-            while not done:
-                out = agent.act(torch.from_numpy(obs).unsqueeze(0).to(device), deterministic=deterministic)
-                obs, reward, terminated, truncated, info = env.step(out.env_action[0].cpu().numpy())
-                total += float(reward)
-                steps += 1
-                done = terminated or truncated
-            coverage = float(info["coverage"]) if "coverage" in info else None
-            result.episodes.append(EpisodeResult(steps, total, coverage))
-    finally:
-        env.close()
+    played = []
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        try:
+            for episode in range(episodes):
+                obs, info = env.reset(seed=seed + episode)
+                total, steps, done = 0.0, 0, False
+                while not done:
+                    obs, reward, terminated, truncated, info = env.step(act(obs))
+                    total += float(reward)
+                    steps += 1
+                    done = terminated or truncated
+                played.append((steps, total, info))
+        finally:
+            env.close()
     if video_path is not None and video_dir is not None:
         recorded = sorted(video_dir.glob("*.mp4"))
         if not recorded:
@@ -92,4 +103,16 @@ def run_episodes(
         video_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(recorded[0]), video_path)
         shutil.rmtree(video_dir.parent, ignore_errors=True)
-    return result
+    return played
+
+
+def run_episodes(
+    config: TrainConfig, agent: ActorCritic, episodes: int, seed: int, deterministic: bool = False,
+    video_path: Path | None = None,
+) -> EvalResult:
+    """Play ``agent`` for ``episodes`` seeded episodes (see :func:`play_episodes`)."""
+    played = play_episodes(config.env, policy_action(agent, deterministic), episodes, seed, video_path)
+    return EvalResult([
+        EpisodeResult(steps, total, float(info["coverage"]) if "coverage" in info else None)
+        for steps, total, info in played
+    ])
