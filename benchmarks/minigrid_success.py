@@ -119,7 +119,7 @@ def main() -> None:
             minutes = (time.perf_counter() - started) / 60
             reached = steps_to(curve, TARGET)
             label = "SB3 PPO" if method == "sb3" else f"wanderlust {method}"
-            rows.append([env_id, label, reached if reached is not None else f"not within {args.steps:,}",
+            rows.append([env_id, label, reached if reached is not None else f"not reached at {curve[-1][0]:,}",
                          f"{curve[-1][1]:.0%}", minutes])
             results.append({"env": env_id, "method": method, "curve": curve, "minutes": minutes})
             print(f"  {env_id} {label}: success {curve[-1][1]:.0%} at {curve[-1][0]:,} steps ({minutes:.1f} min)",

@@ -72,6 +72,7 @@ def run(config: TrainConfig, episodes: int) -> dict:
     played = play_episodes(config, wanderlust_act(last["learner"]), episodes, EVAL_SEED)
     coverage = last["metrics"].get("charts/coverage", math.nan)
     return {
+        "steps": last["learner"].global_step,
         "train_rooms": coverage * MONTEZUMA_ROOMS,
         "train_return": last["metrics"]["charts/episodic_return"],
         "eval_rooms": [info["rooms_visited"] for _, info in played],
@@ -116,7 +117,7 @@ def main() -> None:
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
         result = run(smoke_config(method, args.steps, args.num_envs, args.num_steps, args.seed), args.episodes)
         results[method] = result
-        rows.append([f"wanderlust {method}", args.steps, result["train_rooms"], result["train_return"],
+        rows.append([f"wanderlust {method}", result["steps"], result["train_rooms"], result["train_return"],
                      np.mean(result["eval_rooms"]), max(result["eval_rooms"]), np.mean(result["eval_scores"]),
                      max(result["eval_scores"]), result["minutes"]])
         print(f"  {method}: eval rooms {result['eval_rooms']}, scores {result['eval_scores']} "

@@ -69,6 +69,18 @@ def benchmark_config(env_id: str, method: str, steps: int, seed: int, num_envs: 
     return config
 
 
+def midway_point(curve: list[tuple[int, float]], steps: int) -> tuple[int, float] | None:
+    """The first evaluation at or after ``steps // 2`` that is not the last one; None if there is none
+    (then nothing was measured midway: the run was evaluated only at its end).
+
+    >>> midway_point([(100, 0.1), (200, 0.2), (300, 0.3)], 300)
+    (200, 0.2)
+    >>> midway_point([(51_200, 0.0)], 50_000) is None
+    True
+    """
+    return next(((step, value) for step, value in curve[:-1] if step >= steps // 2), None)
+
+
 # ---- walking distances from the spawn spots to the vest (for --spots) ----
 
 def read_textmap(wad_path: Path) -> str:
@@ -180,7 +192,7 @@ def main() -> None:
     rows, results = [], []
     for start in [s.strip() for s in args.starts.split(",") if s.strip()]:
         floor = random_success(STARTS[start], args.random_episodes)
-        rows.append([start, f"random policy ({args.random_episodes} episodes)", "", f"{floor:.0%}", "", 0.0])
+        rows.append([start, f"random policy ({args.random_episodes} episodes)", 0, "", f"{floor:.0%}", "", 0.0])
         print(f"  {start} random policy: success {floor:.0%}", flush=True)
         for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
             started = time.perf_counter()
@@ -189,15 +201,16 @@ def main() -> None:
             minutes = (time.perf_counter() - started) / 60
             mean = mean_curve(curves)
             solved = sum(curve[-1][1] >= SOLVED for curve in curves)
-            halfway = next(value for step, value in mean if step >= args.steps // 2)
-            rows.append([start, method, f"{halfway:.0%}", f"{mean[-1][1]:.0%}", f"{solved}/{len(seeds)}", minutes])
+            midway = midway_point(mean, args.steps)
+            rows.append([start, method, mean[-1][0], "not evaluated" if midway is None else
+                         f"{midway[1]:.0%} at {midway[0]:,}", f"{mean[-1][1]:.0%}", f"{solved}/{len(seeds)}", minutes])
             results.append({"start": start, "method": method, "seeds": seeds, "curves": curves, "minutes": minutes})
             print(f"  {start} {method}: success {mean[-1][1]:.0%} at {mean[-1][0]:,} steps, "
                   f"{solved}/{len(seeds)} runs solved ({minutes:.1f} min)", flush=True)
     print(f"\nMyWayHome success rate ({args.episodes} evaluation episodes, mean over seeds {args.seeds}; "
           f"solved = last evaluation >= {SOLVED:.0%}):\n")
-    print(markdown_table(["start", "novelty", f"success at {args.steps // 2:,}", f"success at {args.steps:,}",
-                          "runs solved", "minutes"], rows))
+    print(markdown_table(["start", "novelty", "steps trained", "success midway", "final success", "runs solved",
+                          "minutes"], rows))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

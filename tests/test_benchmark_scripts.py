@@ -20,3 +20,38 @@ def test_exploration_trains_evaluates_and_compares_with_baselines():
     oracle = exploration.baseline("oracle", 2, 200)
     random = exploration.baseline("random", 2, 200)
     assert min(oracle["coverages"]) > max(random["coverages"])
+
+
+def test_novelty_alignment_sums_rewards_per_behaviour():
+    import novelty_alignment
+    from wanderlust.runtime.config import TrainConfig
+
+    config = TrainConfig()
+    config.env.num_envs = 1
+    config.env.max_episode_steps = 40
+    spin, spin_coverage = novelty_alignment.episode_rewards(config, ["pixel", "episodic"], "spin", 100, 40)
+    walk, walk_coverage = novelty_alignment.episode_rewards(config, ["pixel", "episodic"], "walk", 100, 40)
+    assert spin_coverage == 1 / 81  # turning on the spot never leaves the start cell
+    assert walk_coverage > spin_coverage
+    assert all(value > 0 for value in (*spin.values(), *walk.values()))
+    again, _ = novelty_alignment.episode_rewards(config, ["pixel", "episodic"], "spin", 100, 40)
+    assert again == spin  # same seed, same untrained networks: deterministic
+
+
+def test_mywayhome_midway_success_is_a_real_midway_evaluation_or_none():
+    import mywayhome
+
+    curve = [(51_200, 0.1), (102_400, 0.2), (153_600, 0.3), (307_200, 0.4)]
+    assert mywayhome.midway_point(curve, 300_000) == (153_600, 0.3)
+    # Evaluated only at the end: nothing was measured midway (the final value must not stand in for it).
+    assert mywayhome.midway_point([(51_200, 0.0)], 50_000) is None
+    assert mywayhome.midway_point([(25_600, 0.5), (51_200, 1.0)], 50_000) == (25_600, 0.5)
+
+
+def test_montezuma_reports_the_steps_actually_trained():
+    import montezuma
+
+    # 40 steps of 2 envs x 16 need 2 updates: 64 agent steps are trained, not 40.
+    result = montezuma.run(montezuma.smoke_config("none", 40, 2, 16, seed=1), episodes=1)
+    assert result["steps"] == 64
+    assert len(result["eval_rooms"]) == len(result["eval_scores"]) == 1 and result["eval_rooms"][0] >= 1

@@ -28,6 +28,7 @@ def test_config_round_trips_through_a_dict():
         ("encoder", "resnet", "unknown encoder 'resnet'"),
         ("env.frame_size", "4", "frame_size must be between 8 and 1024"),
         ("ppo.num_minibatches", "7", "must be divisible by num_minibatches"),
+        ("image_every", "-1", "image_every must be an integer >= 0"),
     ],
 )
 def test_bad_config_values_are_refused(key, value, message):

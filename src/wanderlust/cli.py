@@ -1,4 +1,4 @@
-"""Command line: ``wanderlust train | play | eval | doctor | envs``.
+"""Command line: ``wanderlust train | play | eval | report | doctor | envs``.
 
 Errors that the user can fix are printed as one line (``wanderlust: error: ...``) with exit code 2;
 set WANDERLUST_DEBUG=1 to see the traceback.
@@ -33,6 +33,11 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config field, e.g. --set ppo.learning_rate=1e-4 (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    scale = p.add_argument_group("scale out (see docs/ray.md)")
+    scale.add_argument("--workers", type=int, help="rollout workers, each with its share of the envs (local processes)")
+    scale.add_argument("--ray", metavar="ADDRESS",
+                       help="run the workers as Ray actors: 'local' (a private loopback cluster) or HOST:PORT")
+    scale.add_argument("--ray-dashboard", action="store_true", help="with --ray local: Ray's dashboard on 127.0.0.1")
     live = p.add_argument_group("live game (env id 'screen'; see docs/play-your-own-game.md)")
     live.add_argument("--window", help="capture the window whose title contains this text")
     live.add_argument("--window-class", help="or the window whose WM_CLASS contains this text")
@@ -53,6 +58,10 @@ def _add_run_parsers(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--video", type=Path, help="write the first episode to this .mp4 file")
     p.add_argument("--deterministic", action="store_true", help="take the most likely action instead of sampling")
+    p.add_argument("--show", action="store_true",
+                   help="watch live in a browser: a page on 127.0.0.1 with the frames, sticks and novelty")
+    p.add_argument("--show-port", type=int, default=0, help="port of the --show page (default 0: any free port)")
+    p.add_argument("--show-fps", type=float, default=15.0, help="--show plays at this many steps/s (0: full speed)")
 
     p = sub.add_parser("eval", help="mean coverage / return of a trained policy over seeded episodes")
     p.add_argument("run_dir", type=Path)
@@ -60,6 +69,12 @@ def _add_run_parsers(sub) -> None:
     p.add_argument("--episodes", type=int, default=5)
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument("--deterministic", action="store_true")
+
+    p = sub.add_parser("report", help="write report.html: learning curves, coverage maps, novel frames, an episode")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--episodes", type=int, default=3, help="evaluation episodes to play for the maps")
+    p.add_argument("--seed", type=int, default=1000, help="seed of the first evaluation episode")
+    p.add_argument("--out", type=Path, help="where to write the page (default RUN_DIR/report.html)")
 
     p = sub.add_parser("doctor", help="check that learning can work here: gradients, torch, env, machine")
     p.add_argument("env_id", nargs="?", default=None)
@@ -95,8 +110,19 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         if not sep:
             raise ValueError(f"--set expects KEY=VALUE, got '{item}'")
         set_by_path(config, key.strip(), raw)
+    _apply_scale_args(config, args)
     config.validate()
     return config
+
+
+def _apply_scale_args(config: TrainConfig, args: argparse.Namespace) -> None:
+    """--workers / --ray / --ray-dashboard (they may also change on --resume: the learner does not depend on them)."""
+    if args.workers is not None:
+        set_by_path(config, "workers", str(args.workers))
+    if args.ray is not None:
+        config.ray_address = args.ray
+    if args.ray_dashboard:
+        config.ray_dashboard = True
 
 
 SCREEN_ARGS = ("window", "window_class", "region", "monitor", "input", "mapping", "stop_key", "hz", "episode_seconds")
@@ -124,12 +150,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         changed = [name for name in ("env_id", "novelty", "num_envs", "num_steps", "seed", "encoder") if getattr(args, name)]
         if changed or args.set or args.preset != "default":
             raise ValueError(f"--resume continues the saved config; drop {', '.join(changed) or '--set/--preset'} "
-                             "(only --total-steps and --device may change)")
+                             "(only --total-steps, --device, --workers and --ray may change)")
         config = TrainConfig.from_dict(load_config(args.run_dir))
         if args.total_steps is not None:
             set_by_path(config, "total_steps", str(args.total_steps))
         if args.device is not None:
             config.device = args.device
+        _apply_scale_args(config, args)
         config.validate()
         run_dir = create_run_dir(args.run_dir, name_parts=(), resume=True)
         save_config(run_dir, config.to_dict())  # records a changed --total-steps / --device
@@ -204,6 +231,8 @@ def _policy_for(args: argparse.Namespace):
 def cmd_play(args: argparse.Namespace) -> int:
     from wanderlust.algo.evaluate import run_episodes
 
+    if args.show:
+        return _play_shown(args)
     config, agent = _policy_for(args)
     result = run_episodes(config, agent, args.episodes, args.seed, args.deterministic, args.video)
     for i, episode in enumerate(result.episodes):
@@ -211,6 +240,36 @@ def cmd_play(args: argparse.Namespace) -> int:
         print(f"episode {i}: {episode.steps} steps, return {episode.episode_return:.2f}{coverage}")
     if args.video:
         print(f"video: {args.video}")
+    return 0
+
+
+def _play_shown(args: argparse.Namespace) -> int:
+    """``play --show``: the live page on 127.0.0.1 while the episodes play."""
+    from wanderlust.envs.factory import ensure_registered
+    from wanderlust.report.live import play_live
+
+    if args.video:
+        raise ValueError("--video and --show cannot be combined; record the video in a separate 'play' run")
+    if args.env:
+        ensure_registered(args.env)
+    played = play_live(args.run_dir, args.episodes, args.seed, args.deterministic, args.show_port, args.show_fps,
+                       args.env, on_ready=lambda url: print(f"live view: {url}", flush=True))
+    for i, episode in enumerate(played):
+        coverage = f", coverage {episode.coverage:.1%}" if episode.coverage is not None else ""
+        print(f"episode {i}: {episode.steps} steps, return {episode.episode_return:.2f}{coverage}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from wanderlust.report.build import write_report
+
+    start = time.perf_counter()
+    path = write_report(args.run_dir, args.out, args.episodes, args.seed)
+    print(f"wanderlust: report written in {time.perf_counter() - start:.1f} s "
+          f"({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
+    print(path)
     return 0
 
 
@@ -278,7 +337,8 @@ def cmd_envs(_: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "play": cmd_play, "eval": cmd_eval, "doctor": cmd_doctor, "envs": cmd_envs}
+COMMANDS = {"train": cmd_train, "play": cmd_play, "eval": cmd_eval, "report": cmd_report, "doctor": cmd_doctor,
+            "envs": cmd_envs}
 
 
 def main(argv: list[str] | None = None) -> int:

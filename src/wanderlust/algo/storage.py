@@ -43,7 +43,8 @@ class RolloutStorage:
 
     def novelty_batch(self) -> NoveltyBatch:
         return NoveltyBatch(
-            obs=self.flat(self.obs), next_obs=self.flat(self.next_obs), actions=self.flat(self.env_actions)
+            obs=self.flat(self.obs), next_obs=self.flat(self.next_obs), actions=self.flat(self.env_actions),
+            episode_ends=self.flat(self.episode_ends), num_envs=self.num_envs,
         )
 
     def ppo_batch(

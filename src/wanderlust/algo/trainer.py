@@ -3,6 +3,10 @@
 Reads top to bottom in the order the data flows. The gradient of the PPO loss reaches the policy
 only through log pi(a|s) and the value heads; the envs, frames and novelty rewards are constants
 (DESIGN.md section 1).
+
+With ``config.workers`` > 0 the rollout comes from a worker pool (local processes or Ray actors,
+:mod:`wanderlust.algo.pool`) that only acts; the learner computes the values afterwards
+(:func:`~wanderlust.algo.rollout.store_rollout`) and everything from the novelty on is the same.
 """
 
 from __future__ import annotations
@@ -19,11 +23,16 @@ import torch
 
 from wanderlust.agent.actor_critic import ActorCritic
 from wanderlust.algo.gae import compute_gae
+from wanderlust.algo.pool import WorkerPool, make_pool
 from wanderlust.algo.ppo import learning_rate_at, ppo_update
+from wanderlust.algo.rollout import finished_episodes, store_rollout
 from wanderlust.algo.storage import RolloutStorage
-from wanderlust.envs.factory import make_vector_env, obs_spec
+from wanderlust.algo.worker import policy_weights
+from wanderlust.envs.factory import is_maze, make_vector_env, obs_spec
 from wanderlust.novelty import make_novelty
 from wanderlust.novelty.base import NoveltyModule
+from wanderlust.report.data import VisitCounter
+from wanderlust.report.tb_images import log_run_images, novel_frames_image
 from wanderlust.runtime.checkpoint import load_checkpoint, save_checkpoint
 from wanderlust.runtime.config import TrainConfig
 from wanderlust.runtime.logger import MetricLogger, ProgressBar
@@ -115,15 +124,10 @@ def _final_observations(next_obs: np.ndarray, ends: np.ndarray, infos: dict) -> 
 
 def _episode_stats(infos: dict, returns: deque, lengths: deque, coverages: deque) -> None:
     """Collect statistics of the episodes that ended this step (same-step autoreset infos)."""
-    final = infos.get("final_info")
-    if not final:
-        return
-    if "episode" in final:
-        done = final["_episode"]
-        returns.extend(final["episode"]["r"][done].tolist())
-        lengths.extend(final["episode"]["l"][done].tolist())
-    if "coverage" in final:
-        coverages.extend(final["coverage"][final["_coverage"]].tolist())
+    done_returns, done_lengths, done_coverages = finished_episodes(infos)
+    returns.extend(done_returns)
+    lengths.extend(done_lengths)
+    coverages.extend(done_coverages)
 
 
 def _mean(values) -> float:
@@ -154,6 +158,19 @@ def collect_rollout(
         storage.rewards_ext[t], storage.episode_ends[t] = reward_t, ends_t
         if on_step is not None:
             on_step(infos)
+    return next_obs_np, intrinsic_rewards(learner, storage)
+
+
+def collect_from_pool(
+    pool: WorkerPool, learner: Learner, storage: RolloutStorage, returns: deque, lengths: deque, coverages: deque,
+) -> tuple[np.ndarray, torch.Tensor]:
+    """Broadcast the weights, collect ``[T, N]`` from the workers and fill ``storage`` (values from
+    the learner, intrinsic rewards as :func:`collect_rollout`). Same return values."""
+    rollout = pool.collect(policy_weights(learner.agent), storage.num_steps)
+    next_obs_np = store_rollout(learner.agent, storage, rollout, learner.config.ppo.gamma)
+    returns.extend(rollout.episode_returns)
+    lengths.extend(rollout.episode_lengths)
+    coverages.extend(rollout.episode_coverages)
     return next_obs_np, intrinsic_rewards(learner, storage)
 
 
@@ -201,26 +218,31 @@ def compute_advantages(
     return advantages_ext, advantages_int, returns_ext, returns_int
 
 
+PoolFactory = Callable[[TrainConfig, int], WorkerPool]
+"""Builds the worker pool for ``(config, start_update)``; the default is :func:`~wanderlust.algo.pool.make_pool`."""
+
+
 def train(
     config: TrainConfig, run_dir: Path, resume: bool = False, show_progress: bool = True,
-    on_update: Callable[[Learner, dict[str, float]], None] | None = None,
+    on_update: Callable[[Learner, dict[str, float]], None] | None = None, pool_factory: PoolFactory = make_pool,
 ) -> TrainResult:
     """Train ``config`` into ``run_dir`` (created by the caller); resume from its latest checkpoint.
 
     SIGTERM is turned into KeyboardInterrupt for the whole call: once training has started, both
     end it cleanly with a checkpoint of the last finished update (``TrainResult.interrupted``);
-    during set-up they propagate as KeyboardInterrupt (nothing to save yet).
+    during set-up they propagate as KeyboardInterrupt (nothing to save yet). With ``config.workers``
+    > 0, ``pool_factory`` builds the worker pool, which is closed at the end.
     """
     previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        return _train(config, run_dir, resume, show_progress, on_update)
+        return _train(config, run_dir, resume, show_progress, on_update, pool_factory)
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
 
 
 def _train(
     config: TrainConfig, run_dir: Path, resume: bool, show_progress: bool,
-    on_update: Callable[[Learner, dict[str, float]], None] | None,
+    on_update: Callable[[Learner, dict[str, float]], None] | None, pool_factory: PoolFactory,
 ) -> TrainResult:
     config.validate()
     seed_everything(config.seed)
@@ -230,31 +252,51 @@ def _train(
     checkpoints = run_dir / "checkpoints"
     resume_state = load_checkpoint(checkpoints) if resume else None
 
-    envs = make_vector_env(config.env)
-    learner = Learner(config, envs.single_observation_space, envs.single_action_space, device)
-    if resume_state is not None:
-        learner.load_state_dict(resume_state)
+    if config.workers:
+        pool = pool_factory(config, int(resume_state["updates"]) if resume_state is not None else 0)
+        envs, spaces_ = None, (pool.observation_space, pool.action_space)
+    else:
+        envs = make_vector_env(config.env)
+        pool, spaces_ = None, (envs.single_observation_space, envs.single_action_space)
+    source = pool if pool is not None else envs  # what steps the envs; closed at the end
+    try:
+        learner = Learner(config, *spaces_, device)
+        if resume_state is not None:
+            learner.load_state_dict(resume_state)
+    except BaseException:
+        source.close()
+        raise
     agent, novelty, ppo = learner.agent, learner.novelty, config.ppo
     T, N = ppo.num_steps, config.env.num_envs
-    storage = RolloutStorage(T, N, envs.single_observation_space.shape, envs.single_action_space, device)
+    storage = RolloutStorage(T, N, spaces_[0].shape, spaces_[1], device)
 
     # Anything logged after the checkpoint was taken is dropped, so the curve continues without duplicates.
     logger = MetricLogger(run_dir, purge_step=learner.global_step + 1 if resume else None)
     progress = ProgressBar(total=config.num_updates * T * N, initial=learner.global_step, disable=not show_progress)
     returns, lengths, coverages = deque(maxlen=100), deque(maxlen=100), deque(maxlen=100)
+    # TensorBoard images: where the agent spends its steps (maze, in-process envs) and what it found novel.
+    visits = VisitCounter(config.env.maze_size) if is_maze(config.env.env_id) and pool is None else None
+    image_channels = (obs_spec(spaces_[0], config.env).channels_per_frame if len(spaces_[0].shape) == 3 else None)
+
+    def on_step(infos: dict) -> None:
+        _episode_stats(infos, returns, lengths, coverages)
+        if visits is not None:
+            visits.observe(infos)
+
     metrics: dict[str, float] = {}
     interrupted = False
     last_checkpoint_step = learner.global_step
-    # On resume envs restart from fresh episodes, seeded by the update counter.
-    next_obs_np, _ = envs.reset(seed=config.seed + 7919 * learner.updates)
+    # On resume envs restart from fresh episodes, seeded by the update counter (workers seed theirs alike).
+    next_obs_np = envs.reset(seed=config.seed + 7919 * learner.updates)[0] if pool is None else None
     start_time, start_step = time.perf_counter(), learner.global_step
     try:
         while learner.updates < config.num_updates:
             learner.optimizer.param_groups[0]["lr"] = learning_rate_at(ppo, learner.updates, config.num_updates)
 
-            next_obs_np, raw_intrinsic = collect_rollout(
-                envs, learner, storage, next_obs_np, on_step=lambda infos: _episode_stats(infos, returns, lengths, coverages)
-            )
+            if pool is None:
+                next_obs_np, raw_intrinsic = collect_rollout(envs, learner, storage, next_obs_np, on_step=on_step)
+            else:
+                next_obs_np, raw_intrinsic = collect_from_pool(pool, learner, storage, returns, lengths, coverages)
             learner.global_step += T * N
             advantages_ext, advantages_int, returns_ext, returns_int = compute_advantages(learner, storage, next_obs_np)
 
@@ -279,8 +321,16 @@ def _train(
             }
             if coverages:
                 metrics["charts/coverage"] = _mean(coverages)
+            if pool is not None:
+                metrics["charts/worker_restarts"] = float(pool.restarts)
+                metrics["charts/rollout_overhead_ms"] = pool.last_overhead_ms
             if learner.updates % config.log_every == 0 or learner.updates == config.num_updates:
                 logger.log(learner.global_step, metrics)
+            if config.image_every and (learner.updates % config.image_every == 0 or learner.updates == config.num_updates):
+                frames = novel_frames_image(storage.next_obs, raw_intrinsic, image_channels) if image_channels else None
+                log_run_images(logger, learner.global_step, visits.counts if visits is not None else None, frames)
+                if visits is not None:
+                    visits.reset()
             postfix = {"SPS": sps, "novelty": metrics["novelty/reward_raw_mean"]}
             if "charts/coverage" in metrics:
                 postfix["coverage"] = metrics["charts/coverage"]
@@ -297,7 +347,7 @@ def _train(
     finally:
         progress.close()
         logger.close()
-        envs.close()
+        source.close()
     # Reached on completion and on Ctrl-C/SIGTERM (not after a crash, whose state may be half-updated).
     if learner.global_step > last_checkpoint_step or not any(checkpoints.glob("ckpt-*")):
         save_checkpoint(checkpoints, learner.global_step, learner.state_dict(), keep=config.keep_checkpoints)

@@ -51,6 +51,12 @@ class NoveltyBatch:
     """[B, C, H, W] uint8, the frame each action produced (final obs at episode ends)."""
     actions: torch.Tensor
     """[B, A] float32 or [B] int64."""
+    episode_ends: torch.Tensor | None = None
+    """[B] bool, or None when unknown: the transition ended its env's episode."""
+    num_envs: int | None = None
+    """N when the batch is a rollout flattened time-major (index ``t * N + n``), else None; with
+    ``episode_ends`` it lets a module follow each env through time (the episodic module's
+    temporal embedding loss)."""
 
 
 @runtime_checkable

@@ -7,6 +7,21 @@ divided by a running mean of k-NN squared distances, ``d_j <- max(d_j - xi, 0)``
 ``s > max_similarity``). The embedding network is trained with an inverse-dynamics loss (which
 action led from ``x_t`` to ``x_t+1``?), so it keeps the controllable part of the frame.
 
+A first-person game shows why that is not enough: turning the camera is controllable, so frames of
+one place seen from new angles look novel and the agent can earn as much by looking around as by
+exploring (``benchmarks/novelty_alignment.py`` measures it). Two options address this:
+
+- ``embedding_loss="temporal"``: the embedding is trained with a temporal contrastive (InfoNCE)
+  loss instead: frames at most ``temporal_window`` steps apart in one env's episode are pulled
+  together, other frames of the batch pushed apart. Views of one place (which the agent sees within
+  a few steps of each other) end up close, so the embedding describes the place more than the view
+  (in the spirit of Episodic Curiosity's reachability network, Savinov et al. 2019). Embeddings are
+  L2-normalised.
+- ``reward_kind="count"``: an episodic pseudo-count instead of NGU's kernel: ``n`` = memory entries
+  closer than ``count_radius`` times the running mean of nearest-neighbour distances, reward
+  ``1 / sqrt(1 + n)``. Revisiting a known place pays little however it is looked at, so the total
+  that staying in one place can earn is bounded.
+
 Shapes: ``N`` envs, ``M`` memory capacity, ``k`` neighbours, ``D`` embedding size, ``B`` batch.
 """
 
@@ -56,6 +71,23 @@ class EpisodicConfig:
     """Passes over the rollout per update()."""
     minibatch_size: int = 256
     """Transitions per gradient step."""
+    embedding_loss: str = "inverse"
+    """How the embedding is trained: inverse (NGU's inverse dynamics) or temporal (contrastive over time)."""
+    temporal_window: int = 25
+    """temporal loss: frames at most this many steps apart (same env and episode) are positives."""
+    temperature: float = 0.1
+    """temporal loss: InfoNCE temperature on cosine similarities."""
+    reward_kind: str = "kernel"
+    """kernel (NGU's k-NN inverse kernel) or count (episodic pseudo-count within a radius)."""
+    count_radius: float = 3.0
+    """count reward: entries closer than this times the running mean nearest-neighbour distance count."""
+    distance_decay: float = 0.99
+    """count reward: decay of the running mean of nearest-neighbour distances (an EMA follows the
+    embedding as it trains)."""
+
+
+EMBEDDING_LOSSES = ("inverse", "temporal")
+REWARD_KINDS = ("kernel", "count")
 
 
 def nearest_squared_distances(
@@ -70,6 +102,42 @@ def nearest_squared_distances(
     distances = (memory - query[:, None]).pow(2).sum(dim=2)  # [N, M]
     distances = distances.masked_fill(~history_mask(counts, capacity), float("inf"))
     return distances.topk(min(num_neighbors, capacity), dim=1, largest=False).values
+
+
+def episodic_count_reward(distances: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+    """``1 / sqrt(1 + n)`` ``[N]`` where ``n`` counts the entries of ``distances [N, M]`` (``inf`` =
+    empty slot) below ``radius`` (a scalar tensor)."""
+    count = (distances < radius).sum(dim=1).to(torch.float32)
+    return (1.0 + count).rsqrt()
+
+
+def temporal_pairs(
+    episode_ends: torch.Tensor, window: int, size: int, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sample up to ``size`` positive pairs ``(t, t + d, n)`` from a rollout's ``episode_ends [T, N]``.
+
+    ``1 <= d <= window`` and no episode ends between the two frames (``episode_ends[t .. t+d-1]`` all
+    False for env ``n``: the frame produced at step ``t`` and the one produced ``d`` steps later belong
+    to the same episode). Returns three int64 tensors ``[P]``, ``P <= size`` (invalid draws are dropped).
+    """
+    T, N = episode_ends.shape
+    if T < 2:
+        return (torch.zeros(0, dtype=torch.int64),) * 3
+    device = episode_ends.device
+    t = torch.randint(0, T - 1, (size,), generator=generator).to(device)
+    n = torch.randint(0, N, (size,), generator=generator).to(device)
+    span = torch.clamp(T - 1 - t, max=window)
+    d = 1 + (torch.rand(size, generator=generator).to(device) * span).long().clamp(max=span - 1)
+    ended = torch.cat([torch.zeros(1, N, dtype=torch.int64, device=device), episode_ends.long().cumsum(0)])
+    valid = (ended[t + d, n] - ended[t, n]) == 0  # ends at steps t .. t+d-1
+    return t[valid], (t + d)[valid], n[valid]
+
+
+def info_nce(anchor: torch.Tensor, positive: torch.Tensor, temperature: float) -> torch.Tensor:
+    """InfoNCE loss (scalar) of L2-normalised ``anchor [P, D]`` against ``positive [P, D]``: row ``i``'s
+    positive is ``positive[i]``, the other rows are its negatives."""
+    logits = anchor @ positive.T / temperature
+    return nn.functional.cross_entropy(logits, torch.arange(anchor.shape[0], device=anchor.device))
 
 
 def episodic_novelty(
@@ -95,8 +163,16 @@ class EpisodicNovelty:
     ) -> None:
         check_obs_spec(obs_spec)
         for field in ("embedding_dim", "capacity", "num_neighbors", "kernel_epsilon", "max_similarity",
-                      "hidden_size", "learning_rate", "update_epochs", "minibatch_size"):
+                      "hidden_size", "learning_rate", "update_epochs", "minibatch_size", "temporal_window",
+                      "temperature", "count_radius"):
             check_positive(getattr(config, field), f"episodic.{field}")
+        if config.embedding_loss not in EMBEDDING_LOSSES:
+            raise ValueError(f"episodic.embedding_loss must be one of {', '.join(EMBEDDING_LOSSES)}, "
+                             f"got {config.embedding_loss!r}")
+        if config.reward_kind not in REWARD_KINDS:
+            raise ValueError(f"episodic.reward_kind must be one of {', '.join(REWARD_KINDS)}, got {config.reward_kind!r}")
+        if not 0.0 < config.distance_decay < 1.0:
+            raise ValueError(f"episodic.distance_decay must be in (0, 1), got {config.distance_decay!r}")
         self.episode_memory = PerEnvMemory(num_envs, config.capacity, (config.embedding_dim,), device)
         """Each env's embeddings ``[N, M, D]`` of this episode."""
         self.obs_spec = obs_spec
@@ -120,6 +196,8 @@ class EpisodicNovelty:
         self.distance_stats = RunningMeanStd(())
         """Cumulative mean of all k-NN squared distances seen by reward() (normalises distances); updated
         with each call's distances before they are normalised."""
+        self.nearest_mean = torch.zeros((), dtype=torch.float64)
+        """count reward: EMA of nearest-neighbour distances (0 = no distance seen yet)."""
 
     @property
     def memory(self) -> torch.Tensor:
@@ -134,7 +212,10 @@ class EpisodicNovelty:
     def embed(self, obs: torch.Tensor) -> torch.Tensor:
         """uint8 ``[B, C, H, W]`` -> embedding ``[B, D]`` of the newest frame (scaled to [0, 1])."""
         frame = newest_frame(obs.to(self.device), self.obs_spec.channels_per_frame)
-        return self.embedding(frame.to(torch.float32) / 255.0)
+        embedding = self.embedding(frame.to(torch.float32) / 255.0)
+        if self.config.embedding_loss == "temporal":
+            embedding = nn.functional.normalize(embedding, dim=1)
+        return embedding
 
     def reward(
         self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, episode_ends: torch.Tensor
@@ -145,6 +226,11 @@ class EpisodicNovelty:
         with torch.no_grad():
             new_embedding = self.embed(next_obs)  # [N, D]
             memory.fill_empty(obs, self.embed)  # first step of an episode: compare against the start frame
+            if self.config.reward_kind == "count":
+                novelty = self._count_reward(new_embedding)
+                memory.push(new_embedding)
+                memory.clear(ends)
+                return novelty
             squared = nearest_squared_distances(new_embedding, memory.entries, memory.counts, self.config.num_neighbors)
             finite = squared[torch.isfinite(squared)].to(torch.float64).cpu()
             if finite.numel() > 0:
@@ -155,8 +241,25 @@ class EpisodicNovelty:
             memory.clear(ends)
         return novelty
 
+    def _count_reward(self, new_embedding: torch.Tensor) -> torch.Tensor:
+        """``[N]`` pseudo-count reward of ``new_embedding [N, D]`` against each env's memory; updates
+        the running mean of nearest-neighbour distances first."""
+        memory = self.episode_memory
+        distances = (memory.entries - new_embedding[:, None]).pow(2).sum(dim=2).sqrt()  # [N, M]
+        distances = distances.masked_fill(~memory.mask(), float("inf"))
+        nearest = distances.min(dim=1).values
+        nearest = nearest[torch.isfinite(nearest)]
+        if nearest.numel() > 0:
+            batch_mean = nearest.to(torch.float64).mean().cpu()
+            decay = self.config.distance_decay
+            self.nearest_mean = batch_mean if self.nearest_mean <= 0 else decay * self.nearest_mean + (1 - decay) * batch_mean
+        radius = (self.config.count_radius * self.nearest_mean).to(device=self.device, dtype=torch.float32)
+        return episodic_count_reward(distances, radius)
+
     def update(self, batch: NoveltyBatch) -> dict[str, float]:
-        """Train the embedding with the inverse-dynamics loss on the rollout."""
+        """Train the embedding on the rollout: inverse dynamics, or the temporal contrastive loss."""
+        if self.config.embedding_loss == "temporal":
+            return self._temporal_update(batch)
         check_obs(batch.obs, self.obs_spec, "batch.obs")
         check_obs(batch.next_obs, self.obs_spec, "batch.next_obs", batch.obs.shape[0])
         check_actions(batch.actions, self.action_space, batch.obs.shape[0])
@@ -172,6 +275,32 @@ class EpisodicNovelty:
                 losses.append(loss.detach())
         return {"novelty/episodic_inverse_loss": float(torch.stack(losses).mean())}
 
+    def _temporal_update(self, batch: NoveltyBatch) -> dict[str, float]:
+        check_obs(batch.next_obs, self.obs_spec, "batch.next_obs")
+        if batch.episode_ends is None or batch.num_envs is None or batch.next_obs.shape[0] % batch.num_envs:
+            raise ValueError("episodic.embedding_loss='temporal' needs a time-ordered rollout: pass a NoveltyBatch "
+                             "with episode_ends and num_envs (RolloutStorage.novelty_batch does)")
+        config, N = self.config, batch.num_envs
+        T = batch.next_obs.shape[0] // N
+        frames = batch.next_obs.to(self.device).reshape(T, N, *batch.next_obs.shape[1:])
+        ends = batch.episode_ends.to(self.device).reshape(T, N)
+        losses = []
+        steps = config.update_epochs * max(1, (T * N) // config.minibatch_size)
+        for _ in range(steps):
+            first, second, env = temporal_pairs(ends, config.temporal_window, config.minibatch_size)
+            if first.numel() < 2:
+                continue
+            embedded = self.embed(torch.cat([frames[first, env], frames[second, env]]))
+            loss = info_nce(*embedded.split(first.numel()), config.temperature)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            losses.append(loss.detach())
+        metrics = {"novelty/episodic_nearest_mean": float(self.nearest_mean)} if config.reward_kind == "count" else {}
+        if losses:
+            metrics["novelty/episodic_temporal_loss"] = float(torch.stack(losses).mean())
+        return metrics
+
     def inverse_loss(self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Per-sample inverse-dynamics loss ``[B]`` of predicting ``actions`` from both embeddings."""
         embedding, next_embedding = self.embed(torch.cat([obs, next_obs])).split(obs.shape[0])
@@ -184,6 +313,7 @@ class EpisodicNovelty:
             "optimizer": optimizer_state(self.optimizer),
             "memory": self.episode_memory.state_dict(),
             "distance_stats": self.distance_stats.state_dict(),
+            "nearest_mean": self.nearest_mean.clone(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -191,3 +321,4 @@ class EpisodicNovelty:
         load_optimizer_state(self.optimizer, state["optimizer"])
         self.episode_memory.load_state_dict(state["memory"])
         self.distance_stats.load_state_dict(state["distance_stats"])
+        self.nearest_mean = torch.as_tensor(state.get("nearest_mean", 0.0), dtype=torch.float64).clone()

@@ -112,6 +112,16 @@ class TrainConfig:
     """How many recent checkpoints to keep."""
     log_every: int = 1
     """Log metrics every this many PPO updates."""
+    image_every: int = 10
+    """Log TensorBoard images (coverage heatmap, most/least novel frames) every this many updates; 0 = never."""
+    workers: int = 0
+    """Rollout workers, each with num_envs / workers envs and a policy copy; 0 steps the envs in this process."""
+    ray_address: str | None = None
+    """Ray actors as workers: 'local' (a private loopback cluster), 'HOST:PORT' (join one); None: local processes."""
+    ray_dashboard: bool = False
+    """With ray_address 'local': also start Ray's dashboard (on 127.0.0.1 only)."""
+    serial_workers: bool = False
+    """Collect the workers' shares one after another (local ones in this process): for debugging, exact tests."""
 
     def validate(self) -> None:
         """Raise ValueError with a one-line message for any bad value."""
@@ -123,6 +133,8 @@ class TrainConfig:
         _positive("checkpoint_every", self.checkpoint_every)
         _positive("keep_checkpoints", self.keep_checkpoints)
         _positive("log_every", self.log_every)
+        if not isinstance(self.image_every, int) or self.image_every < 0:
+            raise ValueError(f"image_every must be an integer >= 0 (0 = no images), got {self.image_every!r}")
         _positive("num_envs", self.env.num_envs)
         _positive("frame_stack", self.env.frame_stack)
         if self.torch_threads < 0:
@@ -148,12 +160,31 @@ class TrainConfig:
                 raise ValueError(f"--hz must be in (0, 240], got {self.env.screen.hz}")
             if self.env.screen.episode_seconds <= 0:
                 raise ValueError(f"--episode-seconds must be positive, got {self.env.screen.episode_seconds}")
+        self._validate_workers()
         self.ppo.validate()
         batch = self.ppo.num_steps * self.env.num_envs
         if batch % self.ppo.num_minibatches:
             raise ValueError(
                 f"num_steps * num_envs ({batch}) must be divisible by num_minibatches ({self.ppo.num_minibatches})"
             )
+
+    def _validate_workers(self) -> None:
+        if not isinstance(self.workers, int) or self.workers < 0:
+            raise ValueError(f"workers must be an integer >= 0, got {self.workers!r}")
+        if self.workers > self.env.num_envs:
+            raise ValueError(f"--workers {self.workers} is more than --num-envs {self.env.num_envs}: "
+                             "each worker needs an env")
+        if self.workers and self.env.env_id == SCREEN_ID:
+            raise ValueError("a live screen runs in this process: drop --workers / --ray")
+        if self.ray_address is not None:
+            if not self.workers:
+                raise ValueError("--ray needs --workers N (N >= 1 Ray actors)")
+            host_port = r"[^\s:/]+:\d{1,5}|\[[0-9a-fA-F:.]+\]:\d{1,5}"
+            if self.ray_address != "local" and not re.fullmatch(host_port, self.ray_address):
+                raise ValueError(f"--ray must be 'local' or HOST:PORT of a Ray head (e.g. 10.0.0.5:6379), "
+                                 f"got '{self.ray_address}'")
+        if self.ray_dashboard and self.ray_address != "local":
+            raise ValueError("--ray-dashboard applies to the cluster wanderlust starts: use it with --ray local")
 
     @property
     def batch_size(self) -> int:

@@ -3,7 +3,8 @@
 Metric names follow CleanRL (``charts/SPS``, ``charts/episodic_return``, ``losses/policy_loss``,
 ``novelty/...``); the caller chooses them. Each ``log`` call writes one scalar per metric to
 TensorBoard (``run_dir/tb``) and one line ``{"step": .., "time": .., **metrics}`` to
-``run_dir/metrics.jsonl`` (non-finite values as ``null``).
+``run_dir/metrics.jsonl`` (non-finite values as ``null``). ``log_image`` adds an image summary to
+TensorBoard only.
 
 On resume from a checkpoint at step ``S``, pass ``purge_step=S``: TensorBoard hides events at
 steps >= S from the earlier session, and ``metrics.jsonl`` loses its lines with step >= S, so both
@@ -21,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from wanderlust.runtime.fs import atomic_write_bytes
@@ -68,6 +70,20 @@ class MetricLogger:
         line.update({name: value if math.isfinite(value) else None for name, value in values.items()})
         self._jsonl.write(json.dumps(line, allow_nan=False) + "\n")
         self._jsonl.flush()
+
+    def log_image(self, step: int, tag: str, image: np.ndarray) -> None:
+        """Record an image ``[H, W, 3]`` uint8 (RGB) under ``tag`` at ``step`` in TensorBoard (not in
+        ``metrics.jsonl``); a no-op when TensorBoard is off."""
+        if type(step) is not int or step < 0:
+            raise ValueError(f"step must be an int >= 0, got {step!r}")
+        image = np.asarray(image)
+        if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3 or 0 in image.shape:
+            raise ValueError(f"image {tag!r} must be a non-empty [H, W, 3] uint8 array, "
+                             f"got {image.dtype} {image.shape}")
+        if self._jsonl.closed:
+            raise ValueError("MetricLogger is closed; create a new one to log more")
+        if self._writer is not None:
+            self._writer.add_image(tag, image, global_step=step, dataformats="HWC")
 
     def flush(self) -> None:
         """Push buffered TensorBoard events to disk (JSON lines are flushed on every ``log``)."""

@@ -1,0 +1,100 @@
+"""Episodic novelty's place-oriented options: the pseudo-count reward and the temporal contrastive embedding."""
+
+from __future__ import annotations
+
+import gymnasium
+import pytest
+import torch
+
+from wanderlust.novelty.base import NoveltyBatch, ObsSpec
+from wanderlust.novelty.episodic import (
+    EpisodicConfig, EpisodicNovelty, episodic_count_reward, info_nce, temporal_pairs,
+)
+
+SPEC = ObsSpec((2, 40, 40), 1)
+ACTIONS = gymnasium.spaces.Discrete(3)
+INF = float("inf")
+
+
+def make(num_envs: int, **fields) -> EpisodicNovelty:
+    torch.manual_seed(0)
+    return EpisodicNovelty(SPEC, ACTIONS, num_envs, EpisodicConfig(**fields), "cpu")
+
+
+def test_count_reward_by_hand():
+    distances = torch.tensor([[0.1, 0.5, 2.0, INF], [INF, INF, INF, INF], [0.0, 0.0, 0.2, 0.9]])
+    reward = episodic_count_reward(distances, torch.tensor(0.6))
+    expected = torch.tensor([1 / 3 ** 0.5, 1.0, 1 / 2.0])  # 2 within 0.6; none; 3 within 0.6
+    assert torch.allclose(reward, expected)
+
+
+def test_temporal_pairs_stay_inside_one_episode_and_window():
+    T, N = 40, 3
+    ends = torch.zeros(T, N, dtype=torch.bool)
+    ends[10, 0] = ends[25, 1] = True  # env 0's episode ends with step 10, env 1's with step 25
+    first, second, env = temporal_pairs(ends, window=6, size=4000, generator=torch.Generator().manual_seed(1))
+    assert first.numel() > 1000
+    gap = second - first
+    assert int(gap.min()) >= 1 and int(gap.max()) <= 6 and int(second.max()) <= T - 1
+    for t, u, n in zip(first.tolist(), second.tolist(), env.tolist()):
+        assert not ends[t:u, n].any(), (t, u, n)  # no episode end between the two frames
+    # pairs that straddle env 0's end at step 10 were dropped, pairs on both sides kept
+    on_env0 = env == 0
+    assert ((first[on_env0] <= 10) & (second[on_env0] > 10)).sum() == 0
+    assert (second[on_env0] <= 10).any() and (first[on_env0] > 10).any()
+
+
+def test_info_nce_prefers_matching_rows():
+    anchor = torch.nn.functional.normalize(torch.eye(4) + 0.01, dim=1)
+    matched = info_nce(anchor, anchor, temperature=0.1)
+    shuffled = info_nce(anchor, anchor.roll(1, dims=0), temperature=0.1)
+    assert float(matched) < 0.01 < float(shuffled)
+
+
+def test_count_reward_pays_less_for_revisits():
+    # radius 0.5 x the mean nearest distance: distinct random frames never count, repeats always do
+    module = make(1, reward_kind="count", embedding_loss="temporal", count_radius=0.5)
+    generator = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randint(0, 256, (1, *SPEC.shape), generator=generator, dtype=torch.uint8) for _ in range(3))
+    no_end = torch.tensor([False])
+    actions = torch.zeros(1, dtype=torch.int64)
+    first = module.reward(a, b, actions, no_end)  # memory: a (start frame); b is new
+    module.reward(b, c, actions, no_end)
+    again = [float(module.reward(c, b, actions, no_end)) for _ in range(3)]  # b seen again and again
+    assert float(first) == 1.0  # memory holds only the start frame a, far from b
+    assert again == pytest.approx([1 / 2 ** 0.5, 1 / 3 ** 0.5, 1 / 2])  # b stored 1, 2, 3 times before
+    assert float(module.nearest_mean) > 0
+
+
+def test_temporal_update_trains_embedding_and_needs_time_order():
+    module = make(2, embedding_loss="temporal", minibatch_size=32, temporal_window=3)
+    T, N = 16, 2
+    generator = torch.Generator().manual_seed(2)
+    next_obs = torch.randint(0, 256, (T * N, *SPEC.shape), generator=generator, dtype=torch.uint8)
+    ends = torch.zeros(T * N, dtype=torch.bool)
+    before = [p.detach().clone() for p in module.embedding.parameters()]
+    metrics = module.update(NoveltyBatch(next_obs, next_obs, torch.zeros(T * N, dtype=torch.int64), ends, N))
+    assert metrics["novelty/episodic_temporal_loss"] > 0
+    assert any(not torch.equal(b, p) for b, p in zip(before, module.embedding.parameters()))
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in module.embedding.parameters())
+    with torch.no_grad():
+        assert torch.allclose(module.embed(next_obs[:4]).norm(dim=1), torch.ones(4))
+    with pytest.raises(ValueError, match="time-ordered rollout"):
+        module.update(NoveltyBatch(next_obs, next_obs, torch.zeros(T * N, dtype=torch.int64)))
+
+
+def test_bad_options_are_one_line_errors():
+    with pytest.raises(ValueError, match="embedding_loss must be one of inverse, temporal"):
+        make(1, embedding_loss="contrastive")
+    with pytest.raises(ValueError, match="reward_kind must be one of kernel, count"):
+        make(1, reward_kind="counts")
+    with pytest.raises(ValueError, match="distance_decay"):
+        make(1, distance_decay=1.0)
+
+
+def test_count_state_round_trips():
+    module = make(1, reward_kind="count")
+    module.nearest_mean = torch.tensor(0.25, dtype=torch.float64)
+    other = make(1, reward_kind="count")
+    other.load_state_dict(module.state_dict())
+    assert float(other.nearest_mean) == 0.25
