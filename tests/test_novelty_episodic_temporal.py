@@ -8,7 +8,7 @@ import torch
 
 from wanderlust.novelty.base import NoveltyBatch, ObsSpec
 from wanderlust.novelty.episodic import (
-    EpisodicConfig, EpisodicNovelty, episodic_count_reward, info_nce, temporal_pairs,
+    EpisodicConfig, EpisodicNovelty, episodic_count_reward, info_nce, near_in_time, temporal_pairs,
 )
 
 SPEC = ObsSpec((2, 40, 40), 1)
@@ -98,3 +98,14 @@ def test_count_state_round_trips():
     other = make(1, reward_kind="count")
     other.load_state_dict(module.state_dict())
     assert float(other.nearest_mean) == 0.25
+
+
+def test_near_in_time_masks_same_env_neighbours_only():
+    first, second, env = torch.tensor([0, 5, 100, 3]), torch.tensor([2, 9, 104, 6]), torch.tensor([0, 0, 0, 1])
+    ignore = near_in_time(first, second, env, horizon=10)
+    expected = torch.zeros(4, 4, dtype=torch.bool)
+    expected[0, 1] = expected[1, 0] = True  # env 0, steps 0 / 9 and 5 / 2: same place, not negatives
+    assert torch.equal(ignore, expected)  # step 100 is far; env 1 is another maze; diagonal kept
+    anchor = torch.nn.functional.normalize(torch.randn(4, 8, generator=torch.Generator().manual_seed(0)), dim=1)
+    masked = info_nce(anchor, anchor, 0.5, ignore)
+    assert float(masked) < float(info_nce(anchor, anchor, 0.5))  # fewer negatives, lower loss

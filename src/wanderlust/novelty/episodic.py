@@ -133,10 +133,24 @@ def temporal_pairs(
     return t[valid], (t + d)[valid], n[valid]
 
 
-def info_nce(anchor: torch.Tensor, positive: torch.Tensor, temperature: float) -> torch.Tensor:
+def near_in_time(first: torch.Tensor, second: torch.Tensor, env: torch.Tensor, horizon: int) -> torch.Tensor:
+    """bool ``[P, P]``: pair ``i``'s anchor and pair ``j``'s positive come from the same env less than
+    ``horizon`` steps apart (``i != j``). Such frames probably show the same place, so they are not
+    used as negatives (they would teach the embedding to tell views apart, not places)."""
+    same_env = env[:, None] == env[None, :]
+    close = (first[:, None] - second[None, :]).abs() < horizon
+    return same_env & close & ~torch.eye(first.numel(), dtype=torch.bool, device=first.device)
+
+
+def info_nce(
+    anchor: torch.Tensor, positive: torch.Tensor, temperature: float, ignore: torch.Tensor | None = None
+) -> torch.Tensor:
     """InfoNCE loss (scalar) of L2-normalised ``anchor [P, D]`` against ``positive [P, D]``: row ``i``'s
-    positive is ``positive[i]``, the other rows are its negatives."""
+    positive is ``positive[i]``, the other rows are its negatives except where ``ignore [P, P]`` (bool,
+    diagonal False) is True."""
     logits = anchor @ positive.T / temperature
+    if ignore is not None:
+        logits = logits.masked_fill(ignore, float("-inf"))
     return nn.functional.cross_entropy(logits, torch.arange(anchor.shape[0], device=anchor.device))
 
 
@@ -291,7 +305,8 @@ class EpisodicNovelty:
             if first.numel() < 2:
                 continue
             embedded = self.embed(torch.cat([frames[first, env], frames[second, env]]))
-            loss = info_nce(*embedded.split(first.numel()), config.temperature)
+            loss = info_nce(*embedded.split(first.numel()), config.temperature,
+                            near_in_time(first, second, env, 2 * config.temporal_window))
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
