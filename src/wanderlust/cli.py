@@ -43,7 +43,7 @@ def _add_train_parser(sub) -> None:
     live.add_argument("--window-class", help="or the window whose WM_CLASS contains this text")
     live.add_argument("--region", help="or the screen region x,y,w,h")
     live.add_argument("--monitor", type=int, help="or this monitor (1 = primary; the default)")
-    live.add_argument("--input", choices=("keyboard", "gamepad"), help="keyboard+mouse (XTest) or a virtual X360 pad")
+    live.add_argument("--input", choices=("keyboard", "gamepad"), help="keyboard+mouse (XTest on Linux, pynput/SendInput on Windows) or a virtual X360 pad")
     live.add_argument("--mapping", help="keyboard mapping file (JSON/TOML); default WASD + mouse look")
     live.add_argument("--stop-key", help="hotkey that stops the agent and releases all inputs (default F12)")
     live.add_argument("--hz", type=float, help="control rate in steps per second (default 15)")

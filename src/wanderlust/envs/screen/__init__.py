@@ -2,7 +2,8 @@
 
 Modules: ``region`` (rectangles), ``windows`` (find a window by title/class), ``frames``
 (mss capture, BGRA -> RGB, resize), ``mapping`` (keyboard mapping), ``x11`` (XTest, keymap),
-``inputs`` (gamepad, keyboard+mouse, recording fake), ``guard`` (helper process that releases
+``inputs`` (gamepad, keyboard+mouse, recording fake), ``pynput_input`` (the keyboard+mouse
+backend through pynput: SendInput on Windows), ``guard`` (helper process that releases
 inputs on every exit path, stop hotkey), ``env`` (ScreenEnv), ``build`` (make_screen_env),
 ``testgame`` (the maze in a pygame window, for tests and demos).
 """

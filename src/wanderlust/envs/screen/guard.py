@@ -5,13 +5,14 @@ one JSON command per line (apply / tap / neutral / close); the helper answers ``
 ``error <message>``. The helper releases every key, button and stick, then exits, when:
 
 - the agent closes the device, or its end of the pipe closes (normal exit, exception,
-  Ctrl-C, SIGTERM, and ``kill -9``: the kernel closes the pipe of a killed process);
-- the agent process dies while another process still holds the pipe (forked workers):
-  ``prctl(PR_SET_PDEATHSIG)`` on Linux plus a parent-pid poll every ``POLL_SECONDS``;
+  Ctrl-C, SIGTERM, ``kill -9``, Windows ``TerminateProcess``: the OS closes a dead process's
+  pipes; on Windows the agent's end is not inheritable, so no other process keeps it open);
+- the agent dies while another process still holds the pipe (forked workers, POSIX):
+  ``prctl(PR_SET_PDEATHSIG)`` on Linux plus ``parent_watch`` every ``POLL_SECONDS``;
 - the helper gets SIGTERM (it ignores SIGINT: Ctrl-C is the agent's to handle);
-- the stop hotkey (default F12) is down; it polls it with ``XQueryKeymap`` (no grab), so the
-  hotkey works even when the agent is stuck. It then exits with ``HOTKEY_EXIT_CODE`` and
-  the agent's next call raises ``StopRequested``.
+- the stop hotkey (default F12) is down; it polls it (``XQueryKeymap`` / ``GetAsyncKeyState``,
+  no grab), so the hotkey works even when the agent is stuck. It then exits with
+  ``HOTKEY_EXIT_CODE`` and the agent's next call raises ``StopRequested``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, Protocol
@@ -33,15 +34,23 @@ from typing import Any, BinaryIO, NoReturn, Protocol
 import numpy as np
 
 from wanderlust.envs.screen.errors import ScreenSetupError, StopRequested
-from wanderlust.envs.screen.inputs import GamepadDevice, InputDevice, KeyboardMouseDevice, check_sticks
+from wanderlust.envs.screen.inputs import (
+    KEYBOARD_KINDS,
+    GamepadDevice,
+    InputDevice,
+    KeyboardMouseDevice,
+    check_sticks,
+    key_backend,
+)
 from wanderlust.envs.screen.mapping import KeyMapping, mapping_from_dict
 
 POLL_SECONDS = 0.02
 """Helper loop period: hotkey and parent checks happen at least this often."""
 HOTKEY_EXIT_CODE = 3
 """Helper exit status after the stop hotkey."""
-DEVICE_KINDS = ("keyboard", "gamepad")
+DEVICE_KINDS = (*KEYBOARD_KINDS, "gamepad")
 PR_SET_PDEATHSIG = 1
+SYNCHRONIZE, WAIT_OBJECT_0 = 0x00100000, 0  # Win32: OpenProcess access right, "process ended"
 
 
 class Hotkey(Protocol):
@@ -111,10 +120,37 @@ def raise_on_sigterm() -> Iterator[None]:
 # ---- helper process --------------------------------------------------------------------
 def build_device(spec: dict[str, Any]) -> InputDevice:
     """The real device a spec describes (see ``GuardedDevice``)."""
-    if spec["kind"] == "keyboard":
+    if spec["kind"] in KEYBOARD_KINDS:
         mapping = mapping_from_dict(spec.get("mapping") or {})
-        return KeyboardMouseDevice(mapping, display_name=spec.get("display"))
+        backend = key_backend(spec["kind"])
+        if backend == "pynput" and spec.get("display") and sys.platform != "win32":
+            os.environ["DISPLAY"] = spec["display"]  # pynput only uses $DISPLAY (this helper's own)
+        return KeyboardMouseDevice(mapping, display_name=spec.get("display"), backend=backend)
     return GamepadDevice(spec.get("buttons") or ())
+
+
+def parent_watch(parent_pid: int) -> Callable[[], bool]:
+    """A check that stays True while the agent process ``parent_pid`` lives.
+
+    POSIX: ``os.getppid()`` changes when the parent dies (the helper is re-parented).
+    Windows: ``os.getppid()`` keeps the creator's id forever, so the helper holds a
+    SYNCHRONIZE handle to the parent (immune to pid reuse) and polls it with
+    ``WaitForSingleObject(handle, 0)``; only a signalled handle (the process ended) counts as
+    dead, so a failed call or a missing handle leave the pipe's end of file to end the helper.
+    """
+    if sys.platform != "win32":
+        return lambda: os.getppid() == parent_pid
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+    kernel32.WaitForSingleObject.restype = wintypes.DWORD
+    kernel32.WaitForSingleObject.argtypes = (wintypes.HANDLE, wintypes.DWORD)
+    handle = kernel32.OpenProcess(SYNCHRONIZE, False, parent_pid)
+    if not handle:
+        return lambda: True
+    return lambda: kernel32.WaitForSingleObject(handle, 0) != WAIT_OBJECT_0
 
 
 def _set_parent_death_signal(parent_pid: int) -> None:
@@ -168,6 +204,7 @@ def serve(spec: dict[str, Any], parent_pid: int, commands: BinaryIO, replies: Bi
     if hasattr(signal, "SIGUSR1"):
         signal.signal(signal.SIGUSR1, _parent_died)
     _set_parent_death_signal(parent_pid)
+    parent_alive = parent_watch(parent_pid)
 
     def reply(text: str) -> None:
         replies.write(text.replace("\n", " ").encode() + b"\n")
@@ -188,7 +225,7 @@ def serve(spec: dict[str, Any], parent_pid: int, commands: BinaryIO, replies: Bi
     reply("ready")
     try:
         while True:
-            if stop_signals or os.getppid() != parent_pid:
+            if stop_signals or not parent_alive():
                 return 0
             if hotkey is not None and hotkey.pressed():
                 return HOTKEY_EXIT_CODE
@@ -222,7 +259,9 @@ class GuardedDevice:
     events have been sent. If the helper stopped on the hotkey, calls raise ``StopRequested``.
 
     Args:
-        kind: 'keyboard' (KeyboardMouseDevice via XTest) or 'gamepad' (virtual X360 pad).
+        kind: 'keyboard' (KeyboardMouseDevice: XTest on Linux, pynput/SendInput on Windows),
+            'keyboard-pynput' (KeyboardMouseDevice through pynput on any platform) or
+            'gamepad' (virtual X360 pad).
         mapping: keyboard mapping (keyboard only; default WASD + mouse look).
         buttons: gamepad button names of the action's buttons (gamepad only).
         hotkey: stop key polled by the helper (None: no hotkey in the helper).
@@ -240,7 +279,7 @@ class GuardedDevice:
         start_timeout: float = 20.0,
     ) -> None:
         if kind not in DEVICE_KINDS:
-            raise ValueError(f"input kind must be 'keyboard' or 'gamepad', got {kind!r}")
+            raise ValueError(f"input kind must be 'keyboard' or 'gamepad' (or 'keyboard-pynput'), got {kind!r}")
         spec = {
             "kind": kind,
             "mapping": dataclasses.asdict(mapping) if mapping is not None else None,

@@ -3,7 +3,9 @@
 - ``GamepadDevice``: a virtual Xbox 360 pad (vgamepad): left stick = walk, right stick =
   camera, as in the seed; optional buttons.
 - ``KeyboardMouseDevice``: held keys for the walk axes, mouse motion (or keys) for the camera,
-  from a ``KeyMapping``; sends events only when the held set changes (XTest on Linux).
+  from a ``KeyMapping``; sends events only when the held set changes. Backends: XTest
+  (``x11.XTestSender``, the Linux default) and pynput (``pynput_input.PynputSender``:
+  SendInput on Windows, where it is the default; selectable on Linux for tests).
 - ``RecordingDevice``: a fake that records every call and the held state, for tests.
 
 For a real game wrap the device in ``guard.GuardedDevice`` (a helper process that releases
@@ -96,7 +98,7 @@ class RecordingDevice:
 
 
 class KeySender(Protocol):
-    """What KeyboardMouseDevice needs from a platform backend (``x11.XTestSender``)."""
+    """What KeyboardMouseDevice needs from a backend (``x11.XTestSender``, ``PynputSender``)."""
 
     def check_name(self, name: str) -> None: ...
     def press(self, name: str) -> None: ...
@@ -106,13 +108,33 @@ class KeySender(Protocol):
     def close(self) -> None: ...
 
 
-def default_key_sender(display_name: str | None = None) -> KeySender:
-    """The platform's key sender: XTest on Linux (Windows SendInput: not implemented yet)."""
+KEY_BACKENDS = ("xtest", "pynput")
+"""Keyboard/mouse backends: XTest (Linux/X11) and pynput (SendInput on Windows, XTest on X11)."""
+KEYBOARD_KINDS = ("keyboard", "keyboard-pynput")
+"""Input kinds served by KeyboardMouseDevice: the platform's default backend, or pynput."""
+
+
+def key_backend(input_kind: str, platform: str = sys.platform) -> str:
+    """The backend of a keyboard input kind: 'keyboard' is pynput on Windows and XTest
+    elsewhere; 'keyboard-pynput' is pynput everywhere (to test the Windows path on Linux)."""
+    if input_kind == "keyboard-pynput":
+        return "pynput"
+    if input_kind == "keyboard":
+        return "pynput" if platform == "win32" else "xtest"
+    raise ValueError(f"keyboard input kind must be one of {KEYBOARD_KINDS}, got {input_kind!r}")
+
+
+def default_key_sender(display_name: str | None = None, backend: str | None = None) -> KeySender:
+    """A key sender: ``backend`` 'xtest' or 'pynput' (None: the platform's default)."""
+    backend = backend or key_backend("keyboard")
+    if backend == "pynput":
+        from wanderlust.envs.screen.pynput_input import PynputSender
+
+        return PynputSender(display_name)
+    if backend != "xtest":
+        raise ValueError(f"keyboard backend must be one of {KEY_BACKENDS}, got {backend!r}")
     if sys.platform == "win32":
-        # TODO: SendInput backend (keybd_event scan codes + MOUSEEVENTF_MOVE).
-        raise ScreenSetupError(
-            "keyboard/mouse input is not implemented on Windows yet; use --input gamepad (ViGEmBus)"
-        )
+        raise ScreenSetupError("XTest needs Linux/X11; on Windows use --input keyboard (pynput, SendInput)")
     from wanderlust.envs.screen.x11 import XTestSender
 
     return XTestSender(display_name)
@@ -126,8 +148,10 @@ class KeyboardMouseDevice:
 
     Args:
         mapping: the key mapping (defaults: WASD + mouse look).
-        sender: the event backend; default XTest on ``display_name``.
+        sender: the event backend; default ``default_key_sender(display_name, backend)``.
         display_name: X display (Linux; default ``$DISPLAY``).
+        backend: 'xtest' or 'pynput' when ``sender`` is None (None: pynput on Windows,
+            XTest elsewhere).
     """
 
     def __init__(
@@ -135,9 +159,10 @@ class KeyboardMouseDevice:
         mapping: KeyMapping | None = None,
         sender: KeySender | None = None,
         display_name: str | None = None,
+        backend: str | None = None,
     ) -> None:
         self.mapping = mapping or KeyMapping()
-        self.sender = sender if sender is not None else default_key_sender(display_name)
+        self.sender = sender if sender is not None else default_key_sender(display_name, backend)
         try:
             for name in self.mapping.key_names():
                 self.sender.check_name(name)

@@ -12,7 +12,10 @@ Mapping file (JSON; TOML too on Python >= 3.11), every field optional::
      "camera_threshold": 0.3, "buttons": ["space", "mouse_left"]}
 
 Key names are X keysym names (``w``, ``space``, ``Left``, ``F1``, ``Shift_L``, ``Return``);
-mouse buttons are ``mouse_left``, ``mouse_middle``, ``mouse_right``.
+mouse buttons are ``mouse_left``, ``mouse_middle``, ``mouse_right``. The pynput backend
+(Windows) takes the same names for the keys games use: letters, digits, punctuation names
+(``comma``, ``minus``, ...), ``F1``-``F24``, arrows, modifiers, editing keys
+(``pynput_input.pynput_key`` lists them).
 """
 
 from __future__ import annotations
