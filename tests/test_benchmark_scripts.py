@@ -55,3 +55,22 @@ def test_montezuma_reports_the_steps_actually_trained():
     result = montezuma.run(montezuma.smoke_config("none", 40, 2, 16, seed=1), episodes=1)
     assert result["steps"] == 64
     assert len(result["eval_rooms"]) == len(result["eval_scores"]) == 1 and result["eval_rooms"][0] >= 1
+
+
+def test_coverage_reward_pays_one_per_new_cell_and_trains():
+    import coverage_reward
+
+    env = coverage_reward._make(discrete=True, max_steps=200)
+    _, info = env.reset(seed=3)
+    rewards, cells = [], [info["cells_visited"]]
+    for _ in range(200):
+        _, reward, _, truncated, info = env.step(1)  # forward until a wall, then nothing new
+        rewards.append(reward)
+        cells.append(info["cells_visited"])
+    assert sum(rewards) == cells[-1] - cells[0] > 0
+    assert set(rewards) <= {0.0, 1.0}
+
+    config = tiny_config()
+    config.total_steps = 32
+    steps, coverages = coverage_reward.train_and_evaluate(config, "wanderlust/MazeDiscrete-v0", 2, 30)
+    assert steps == 32 and len(coverages) == 2 and all(0 < c <= 1 for c in coverages)
