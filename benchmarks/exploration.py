@@ -25,7 +25,7 @@ from _common import markdown_table, set_torch_threads
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
 from wanderlust.envs.maze import run_explorer
-from wanderlust.runtime.config import TrainConfig, set_by_path
+from wanderlust.runtime.config import TrainConfig, make_preset, set_by_path
 from wanderlust.runtime.rundir import save_config
 
 EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first mazes
@@ -36,7 +36,7 @@ def train_and_evaluate(
 ) -> dict:
     """Train ``method`` for ``steps`` (on ``config``, default: the default maze config), then
     return its coverage on ``episodes`` unseen evaluation mazes."""
-    config = config or TrainConfig()
+    config = config or make_preset("default")
     config.novelty_name = method
     config.total_steps = steps
     config.seed = seed
@@ -85,7 +85,7 @@ def main() -> None:
     discrete = "Discrete" in args.env_id
     results = [baseline("random", args.episodes, args.episode_steps, discrete)]
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
-        config = TrainConfig()
+        config = make_preset("default")  # what `wanderlust train` starts from
         config.env.env_id = args.env_id
         for item in args.set:
             key, _, raw = item.partition("=")

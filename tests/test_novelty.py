@@ -49,8 +49,8 @@ def rollout(spec: ObsSpec, space: gymnasium.spaces.Space, steps: int, seed: int)
 
 
 def flat_batch(transitions: list[tuple[torch.Tensor, ...]]) -> NoveltyBatch:
-    obs, next_obs, actions, _ = (torch.cat(parts) for parts in zip(*transitions))
-    return NoveltyBatch(obs, next_obs, actions)
+    obs, next_obs, actions, ends = (torch.cat(parts) for parts in zip(*transitions))
+    return NoveltyBatch(obs, next_obs, actions, ends, NUM_ENVS)  # time-major, as RolloutStorage builds it
 
 
 def rewards(module: NoveltyModule, transitions: list[tuple[torch.Tensor, ...]]) -> torch.Tensor:

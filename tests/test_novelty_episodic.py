@@ -27,7 +27,9 @@ def frames(count: int, seed: int) -> torch.Tensor:
 
 def make_episodic(num_envs: int, config: EpisodicConfig | None = None) -> EpisodicNovelty:
     torch.manual_seed(0)
-    return EpisodicNovelty(SPEC, ACTIONS, num_envs, config or EpisodicConfig(), "cpu")
+    # NGU's module: inverse-dynamics embedding and k-NN kernel (the defaults use the place-oriented options)
+    config = config or EpisodicConfig(embedding_loss="inverse", reward_kind="kernel", update_epochs=1)
+    return EpisodicNovelty(SPEC, ACTIONS, num_envs, config, "cpu")
 
 
 def step(module: EpisodicNovelty, obs: torch.Tensor, next_obs: torch.Tensor, ends: list[bool]) -> torch.Tensor:
@@ -100,7 +102,7 @@ def test_episode_end_clears_memory_and_reseeds_from_the_reset_frame():
 
 
 def test_capacity_wrap_overwrites_the_oldest():
-    module = make_episodic(1, EpisodicConfig(capacity=3))
+    module = make_episodic(1, EpisodicConfig(capacity=3, embedding_loss="inverse", reward_kind="kernel"))
     seq = frames(5, seed=3)
     for t in range(1, 5):
         reward = step(module, seq[t - 1:t], seq[t:t + 1], [False])
@@ -122,7 +124,7 @@ def test_envs_memories_are_independent():
 
 
 def test_update_trains_the_embedding_by_inverse_dynamics():
-    module = make_episodic(1, EpisodicConfig(update_epochs=4, minibatch_size=16))
+    module = make_episodic(1, EpisodicConfig(update_epochs=4, minibatch_size=16, embedding_loss="inverse", reward_kind="kernel"))
     obs, next_obs = frames(16, seed=7), frames(16, seed=8)
     actions = torch.arange(16) % 3
     with torch.no_grad():

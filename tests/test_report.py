@@ -102,7 +102,7 @@ def test_report_renders_every_section_with_data_in_headless_chromium(maze_run, t
     assert len(curves) == 6  # coverage, returns, novelty, losses, speed, other (learning rate): all logged
     assert all(int(image["data-points"]) >= 2 for image in curves)
     assert "charts/coverage" in curves[0]["data-metrics"]
-    assert "novelty/episodic_inverse_loss" in " ".join(image["data-metrics"] for image in curves)
+    assert "novelty/episodic_temporal_loss" in " ".join(image["data-metrics"] for image in curves)
     (maze_map,) = _images(dom, "coverage-map")
     assert int(maze_map["data-cells-visited"]) >= 2  # two episodes, each starts in a cell
     assert {image["data-kind"] for image in _images(dom, "novel-frames")} == {"frames", "curve"}
