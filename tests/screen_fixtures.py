@@ -63,6 +63,17 @@ def keys_down(display: str | None = None) -> set[int]:
         connection.close()
 
 
+def keycode(name: str) -> int:
+    """The keycode of key ``name`` (an X keysym name) on ``$DISPLAY``: the private Xvfb."""
+    from wanderlust.envs.screen.x11 import keycode_for, open_display
+
+    display = open_display()
+    try:
+        return keycode_for(display, name)
+    finally:
+        display.close()
+
+
 def subprocess_env(display: str) -> dict[str, str]:
     """Environment for child processes: the private display, the source tree, SDL on X11."""
     assert os.environ.get("DISPLAY") == display, "refusing to send input outside the private Xvfb"

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from screen_fixtures import game, keys_down, subprocess_env, wait_until, xvfb  # noqa: F401  (fixtures)
+from screen_fixtures import game, keycode, keys_down, subprocess_env, wait_until, xvfb  # noqa: F401  (fixtures)
 
 from wanderlust.envs.screen import GuardedDevice, KeyboardMouseDevice, KeyMapping, ScreenConfig, make_screen_env
 from wanderlust.envs.screen.errors import ScreenSetupError
@@ -29,17 +29,9 @@ from wanderlust.envs.screen.pynput_input import (
     win32_move_input,
 )
 from wanderlust.envs.screen.testgame import TURN_PER_PIXEL
-from wanderlust.envs.screen.x11 import keycode_for, open_display, pressed_buttons
+from wanderlust.envs.screen.x11 import open_display, pressed_buttons
 
 TITLE = "wanderlust maze"
-
-
-def keycode(name: str) -> int:
-    display = open_display()
-    try:
-        return keycode_for(display, name)
-    finally:
-        display.close()
 
 
 # ---- pure parts (no X server) -----------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from screen_fixtures import game, keys_down, wait_until, xvfb  # noqa: F401  (fixtures)
+from screen_fixtures import game, keycode, keys_down, wait_until, xvfb  # noqa: F401  (fixtures)
 
 from wanderlust.envs.screen import (
     GuardedDevice,
@@ -18,21 +18,13 @@ from wanderlust.envs.screen import (
 )
 from wanderlust.envs.screen.testgame import TURN_PER_PIXEL, render_view
 from wanderlust.envs.screen.windows import x11_windows
-from wanderlust.envs.screen.x11 import keycode_for, open_display, pressed_buttons, pressed_keycodes
+from wanderlust.envs.screen.x11 import open_display, pressed_buttons, pressed_keycodes
 
 TITLE = "wanderlust maze"
 
 
 def mean_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
-
-
-def keycode(name: str) -> int:
-    display = open_display()
-    try:
-        return keycode_for(display, name)
-    finally:
-        display.close()
 
 
 def move_window(window_id: int, x: int, y: int) -> None:
