@@ -93,18 +93,20 @@ EMBEDDING_LOSSES = ("inverse", "temporal")
 REWARD_KINDS = ("kernel", "count")
 
 
+def squared_distances(query: torch.Tensor, memory: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Squared Euclidean distances ``[N, M]`` from ``query [N, D]`` to every slot of ``memory [N, M, D]``,
+    which holds ``min(counts[i], M)`` valid entries for env ``i``; empty slots are ``inf``."""
+    distances = (memory - query[:, None]).pow(2).sum(dim=2)
+    return distances.masked_fill(~history_mask(counts, memory.shape[1]), float("inf"))
+
+
 def nearest_squared_distances(
     query: torch.Tensor, memory: torch.Tensor, counts: torch.Tensor, num_neighbors: int
 ) -> torch.Tensor:
-    """Squared Euclidean distances ``[N, min(k, M)]`` from ``query [N, D]`` to its k nearest entries.
-
-    ``memory [N, M, D]`` holds ``min(counts[i], M)`` valid entries for env ``i``; missing
-    neighbours (fewer valid entries than k) are ``inf``.
-    """
-    capacity = memory.shape[1]
-    distances = (memory - query[:, None]).pow(2).sum(dim=2)  # [N, M]
-    distances = distances.masked_fill(~history_mask(counts, capacity), float("inf"))
-    return distances.topk(min(num_neighbors, capacity), dim=1, largest=False).values
+    """Squared Euclidean distances ``[N, min(k, M)]`` from ``query [N, D]`` to its k nearest entries
+    (see :func:`squared_distances`); missing neighbours (fewer valid entries than k) are ``inf``."""
+    distances = squared_distances(query, memory, counts)
+    return distances.topk(min(num_neighbors, memory.shape[1]), dim=1, largest=False).values
 
 
 def episodic_count_reward(distances: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
@@ -245,25 +247,27 @@ class EpisodicNovelty:
             memory.fill_empty(obs, self.embed)  # first step of an episode: compare against the start frame
             if self.config.reward_kind == "count":
                 novelty = self._count_reward(new_embedding)
-                memory.push(new_embedding)
-                memory.clear(ends)
-                return novelty
-            squared = nearest_squared_distances(new_embedding, memory.entries, memory.counts, self.config.num_neighbors)
-            finite = squared[torch.isfinite(squared)].to(torch.float64).cpu()
-            if finite.numel() > 0:
-                self.distance_stats.update(finite)
-            distance_mean = self.distance_stats.mean.to(device=self.device, dtype=torch.float32)
-            novelty = episodic_novelty(squared, distance_mean, self.config)
+            else:
+                novelty = self._kernel_reward(new_embedding)
             memory.push(new_embedding)
             memory.clear(ends)
         return novelty
+
+    def _kernel_reward(self, new_embedding: torch.Tensor) -> torch.Tensor:
+        """``[N]`` NGU kernel reward of ``new_embedding [N, D]``; updates the mean k-NN distance first."""
+        memory = self.episode_memory
+        squared = nearest_squared_distances(new_embedding, memory.entries, memory.counts, self.config.num_neighbors)
+        finite = squared[torch.isfinite(squared)].to(torch.float64).cpu()
+        if finite.numel() > 0:
+            self.distance_stats.update(finite)
+        distance_mean = self.distance_stats.mean.to(device=self.device, dtype=torch.float32)
+        return episodic_novelty(squared, distance_mean, self.config)
 
     def _count_reward(self, new_embedding: torch.Tensor) -> torch.Tensor:
         """``[N]`` pseudo-count reward of ``new_embedding [N, D]`` against each env's memory; updates
         the running mean of nearest-neighbour distances first."""
         memory = self.episode_memory
-        distances = (memory.entries - new_embedding[:, None]).pow(2).sum(dim=2).sqrt()  # [N, M]
-        distances = distances.masked_fill(~memory.mask(), float("inf"))
+        distances = squared_distances(new_embedding, memory.entries, memory.counts).sqrt()  # [N, M]
         nearest = distances.min(dim=1).values
         nearest = nearest[torch.isfinite(nearest)]
         if nearest.numel() > 0:
