@@ -7,7 +7,8 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from wanderlust.agent.actor_critic import ActorCritic
+from wanderlust.agent.actor_critic import ActorCritic, build_agent
+from wanderlust.runtime.config import TrainConfig
 
 OBS_SHAPE = (2, 36, 36)
 
@@ -98,3 +99,42 @@ def test_cleanrl_initialisation() -> None:
 def test_unsupported_action_spaces_are_rejected(space: spaces.Space) -> None:
     with pytest.raises(ValueError, match="supported: Box"):
         ActorCritic(OBS_SHAPE, space, encoder="seed")
+
+
+def test_binned_box_act_evaluate_and_greedy() -> None:
+    torch.manual_seed(0)
+    agent = ActorCritic(OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)), encoder="seed", action_bins=5)
+    assert agent.log_std is None and agent.actor.out_features == 4 * 5
+    obs = random_obs(6)
+    out = agent.act(obs)
+    assert out.action.shape == (6, 4) and out.action.dtype == torch.float32
+    assert torch.equal(out.action, out.action.round()) and out.action.min() >= 0 and out.action.max() <= 4
+    torch.testing.assert_close(out.env_action, out.action / 2.0 - 1.0)  # 5 bins: -1, -0.5, 0, 0.5, 1
+    evaluation = agent.evaluate(obs, out.action)
+    torch.testing.assert_close(evaluation.log_prob, out.log_prob)
+    # Near-uniform initial policy: entropy close to 4 axes x log 5.
+    assert torch.all((evaluation.entropy - 4 * np.log(5)).abs() < 0.01)
+    logits = agent.actor(agent.encoder(obs)).detach().view(6, 4, 5)
+    greedy = agent.act(obs, deterministic=True)
+    assert torch.equal(greedy.action, logits.argmax(-1).float())
+    torch.testing.assert_close(agent(obs), greedy.env_action)
+
+
+def test_build_agent_follows_the_config() -> None:
+    config = TrainConfig()
+    config.encoder, config.action_bins = "seed", 7
+    agent = build_agent(config, OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)))
+    assert agent.action_bins == 7 and agent.actor.out_features == 28
+    assert build_agent(config, OBS_SHAPE, spaces.Discrete(3)).actor.out_features == 3  # bins only for Box
+    config.action_bins = 0
+    assert build_agent(config, OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,))).log_std.shape == (4,)
+
+
+@pytest.mark.parametrize("bins", [1, -2, 2.5, True])
+def test_bad_action_bins_are_rejected(bins: object) -> None:
+    with pytest.raises(ValueError, match="action_bins must be 0"):
+        ActorCritic(OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)), encoder="seed", action_bins=bins)
+    config = TrainConfig()
+    config.action_bins = bins
+    with pytest.raises(ValueError, match="action_bins must be 0"):
+        config.validate()

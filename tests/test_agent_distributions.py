@@ -1,14 +1,21 @@
-"""Action distributions: squashed-Gaussian change of variables, stability, categorical wrapper."""
+"""Action distributions: squashed-Gaussian change of variables, stability, categorical and binned wrappers."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from torch.distributions import Normal, TransformedDistribution
 from torch.distributions.transforms import TanhTransform
 
-from wanderlust.agent.distributions import CategoricalActions, SquashedGaussian, tanh_log_det_jacobian
+from wanderlust.agent.distributions import (
+    BinnedActions,
+    CategoricalActions,
+    SquashedGaussian,
+    bin_values,
+    tanh_log_det_jacobian,
+)
 
 
 def test_log_prob_matches_torch_tanh_transformed_normal() -> None:
@@ -98,3 +105,50 @@ def test_categorical_wrapper() -> None:
     assert dist.env_action(action).dtype == torch.int64
     sample = dist.sample()
     assert sample.shape == (2,) and sample.dtype == torch.int64
+
+
+def test_bin_values_are_evenly_spaced_with_exact_ends_and_centre() -> None:
+    assert bin_values(5).tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert bin_values(2).tolist() == [-1.0, 1.0]
+    assert float(bin_values(11)[5]) == 0.0
+
+
+def test_binned_log_prob_and_entropy_by_hand() -> None:
+    # One sample, two axes of three bins: log pi = log p_axis0(bin 2) + log p_axis1(bin 0).
+    logits = torch.tensor([[[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]]], requires_grad=True)
+    dist = BinnedActions(logits)
+    bins = torch.tensor([[2.0, 0.0]])
+    p0 = [math.exp(v) / (1 + math.e + math.e**2) for v in (0.0, 1.0, 2.0)]
+    p1 = [math.exp(v) / (math.e**3 + 2) for v in (3.0, 0.0, 0.0)]
+    expected = math.log(p0[2]) + math.log(p1[0])
+    assert abs(float(dist.log_prob(bins)) - expected) < 1e-5
+    entropy = -sum(p * math.log(p) for p in p0) - sum(p * math.log(p) for p in p1)
+    assert abs(float(dist.entropy()) - entropy) < 1e-5
+    dist.log_prob(bins).sum().backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad.abs().sum() > 0
+    # Greedy: bin 2 of axis 0 (value 1.0), bin 0 of axis 1 (value -1.0).
+    assert dist.deterministic().tolist() == [[2.0, 0.0]]
+    assert dist.mode().tolist() == [[1.0, -1.0]]
+
+
+def test_binned_samples_follow_the_probabilities_and_map_to_values() -> None:
+    torch.manual_seed(0)
+    logits = torch.log(torch.tensor([[0.1, 0.2, 0.7], [0.5, 0.5, 0.0001]])).expand(20000, 2, 3)
+    dist = BinnedActions(logits)
+    bins = dist.sample()
+    assert bins.shape == (20000, 2) and bins.dtype == torch.float32 and not bins.requires_grad
+    frequencies = torch.stack([(bins[:, 0] == k).float().mean() for k in range(3)])
+    torch.testing.assert_close(frequencies, torch.tensor([0.1, 0.2, 0.7]), atol=0.02, rtol=0)
+    env_action = dist.env_action(bins)
+    assert env_action.dtype == torch.float32
+    assert set(env_action.unique().tolist()) <= {-1.0, 0.0, 1.0}
+    torch.testing.assert_close(env_action, bins - 1.0)  # three bins: index 0, 1, 2 -> -1, 0, 1
+
+
+def test_binned_rejects_bad_shapes() -> None:
+    with pytest.raises(ValueError, match=r"\[B, A, K\]"):
+        BinnedActions(torch.zeros(3, 4))
+    with pytest.raises(ValueError, match="K >= 2"):
+        BinnedActions(torch.zeros(3, 4, 1))
+    with pytest.raises(ValueError, match="bin indices"):
+        BinnedActions(torch.zeros(3, 4, 5)).log_prob(torch.zeros(3))

@@ -24,7 +24,13 @@ from wanderlust.algo.ppo import (
 )
 
 OBS_SHAPE = (2, 36, 36)
-ACTION_SPACES = {"box": spaces.Box(-1.0, 1.0, (4,), dtype=np.float32), "discrete": spaces.Discrete(7)}
+ACTION_SPACES = {
+    "box": spaces.Box(-1.0, 1.0, (4,), dtype=np.float32),
+    "binned": spaces.Box(-1.0, 1.0, (4,), dtype=np.float32),
+    "discrete": spaces.Discrete(7),
+}
+ACTION_BINS = {"binned": 5}
+"""Agents built for these action kinds use a binned Box head; the others a Gaussian or categorical."""
 
 
 # ---------------------------------------------------------------- pure functions
@@ -112,7 +118,7 @@ def test_config_rejects_no_advantage_at_all() -> None:
 
 def make_agent(action: str, encoder: str = "seed", seed: int = 0) -> ActorCritic:
     torch.manual_seed(seed)
-    return ActorCritic(OBS_SHAPE, ACTION_SPACES[action], encoder=encoder)
+    return ActorCritic(OBS_SHAPE, ACTION_SPACES[action], encoder=encoder, action_bins=ACTION_BINS.get(action, 0))
 
 
 def make_batch(agent: ActorCritic, size: int = 32, seed: int = 0) -> PPOBatch:

@@ -9,11 +9,13 @@ import pytest
 import torch
 
 from tests.conftest import COUNT_ENV_ID
+from wanderlust.algo.evaluate import load_policy
 from wanderlust.algo.storage import RolloutStorage
 from wanderlust.algo.trainer import Learner, collect_rollout, compute_advantages, train
 from wanderlust.envs.factory import make_vector_env
 from wanderlust.runtime.checkpoint import list_checkpoints, load_checkpoint
 from wanderlust.runtime.rng import seed_everything
+from wanderlust.runtime.rundir import save_config
 
 
 def _count_setup(tiny, novelty="none"):
@@ -159,3 +161,22 @@ def test_ctrl_c_saves_the_last_finished_update(tmp_path, tiny):
     assert result.interrupted and result.global_step == 64
     state = load_checkpoint(tmp_path / "checkpoints")
     assert state["global_step"] == 64 and state["updates"] == 2
+
+
+def test_binned_stick_policy_trains_resumes_and_plays_back(tmp_path, tiny):
+    """``action_bins``: the rollout stores bin indices, ICM sees their stick values, and the saved
+    config rebuilds the same head for resume and play."""
+    config = tiny(total_steps=32, action_bins=5, novelty_name="icm")
+    train(config, tmp_path, show_progress=False)
+    config.total_steps = 64
+    result = train(config, tmp_path, resume=True, show_progress=False)
+    assert result.global_step == 64 and result.updates == 2
+    save_config(tmp_path, config.to_dict())  # as `wanderlust train` does
+    loaded_config, agent = load_policy(tmp_path)
+    assert loaded_config.action_bins == 5 and agent.action_bins == 5 and agent.log_std is None
+    saved = load_checkpoint(tmp_path / "checkpoints")
+    for (name, a), b in zip(saved["agent"].items(), agent.state_dict().values()):
+        assert torch.equal(a, b), name
+    obs = torch.randint(0, 255, (16, *_spaces(config)[0].shape), dtype=torch.uint8)
+    played = agent.act(obs).env_action
+    assert set(played.unique().tolist()) <= {-1.0, -0.5, 0.0, 0.5, 1.0}

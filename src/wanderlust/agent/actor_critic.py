@@ -9,6 +9,8 @@ always use the ``mlp`` encoder (pixel presets cannot read them).
   :class:`~wanderlust.agent.distributions.SquashedGaussian`; its ``log_std`` is a learnable,
   state-independent parameter ``[A]`` initialised to 0 (std 1, so ``tanh(u)`` covers most of
   [-1, 1] at the start, as the seed's gamepad did), clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``.
+  With ``action_bins = K >= 2`` the actor instead outputs ``A x K`` logits of a
+  :class:`~wanderlust.agent.distributions.BinnedActions` (``K`` evenly spaced values per axis).
 - Discrete(n): the actor outputs ``n`` logits of a categorical.
 - ``value_ext`` estimates the extrinsic (game) return and ``value_int`` the intrinsic (novelty)
   return; the two streams have different discounts and episode handling (RND, Burda et al. 2018).
@@ -19,15 +21,18 @@ output (near-uniform initial policy), 1.0 for the critics; zero biases.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
-from wanderlust.agent.distributions import ActionDistribution, CategoricalActions, SquashedGaussian
+from wanderlust.agent.distributions import ActionDistribution, BinnedActions, CategoricalActions, SquashedGaussian
 from wanderlust.agent.encoders import MLP_ENCODER, layer_init, make_encoder
+
+if TYPE_CHECKING:
+    from wanderlust.runtime.config import TrainConfig
 
 LOG_STD_MIN = -5.0
 """Smallest log-std of the Gaussian policy (std ~ 0.007): keeps log-probs bounded."""
@@ -41,9 +46,10 @@ class ActOutput(NamedTuple):
     """What acting returns for a batch of ``B`` observations (no gradient)."""
 
     action: torch.Tensor
-    """Storage form: raw pre-tanh ``u`` float32 ``[B, A]`` (Box) or int64 indices ``[B]`` (Discrete)."""
+    """Storage form: raw pre-tanh ``u`` float32 ``[B, A]`` (Box), bin indices as float32 ``[B, A]``
+    (binned Box) or int64 indices ``[B]`` (Discrete)."""
     env_action: torch.Tensor
-    """What the env receives: ``tanh(u)`` clipped to [-1, 1] float32 ``[B, A]``, or the indices ``[B]``."""
+    """What the env receives: float32 ``[B, A]`` in [-1, 1] (``tanh(u)`` or the bins' values), or the indices ``[B]``."""
     log_prob: torch.Tensor
     """``log pi(action | obs)`` ``[B]``."""
     value_ext: torch.Tensor
@@ -58,7 +64,7 @@ class Evaluation(NamedTuple):
     log_prob: torch.Tensor
     """``log pi(action | obs)`` ``[B]``."""
     entropy: torch.Tensor
-    """Policy entropy ``[B]`` (base-Gaussian entropy for Box, see ``SquashedGaussian.entropy``)."""
+    """Policy entropy ``[B]`` (base-Gaussian entropy for a Gaussian Box policy, see ``SquashedGaussian.entropy``)."""
     value_ext: torch.Tensor
     """Extrinsic value ``[B]``."""
     value_int: torch.Tensor
@@ -87,17 +93,27 @@ def check_action_space(action_space: spaces.Space) -> None:
     raise ValueError(f"unsupported action space {action_space}; supported: {SUPPORTED_SPACES}")
 
 
+def check_action_bins(action_bins: int) -> None:
+    """Raise ValueError unless ``action_bins`` is 0 (Gaussian) or an integer >= 2."""
+    if isinstance(action_bins, bool) or not isinstance(action_bins, int) or action_bins == 1 or action_bins < 0:
+        raise ValueError(f"action_bins must be 0 (squashed Gaussian) or an integer >= 2, got {action_bins!r}")
+
+
 class ActorCritic(nn.Module):
     """Policy and two critics over pixel observations ``(C, H, W)`` or vector observations ``(D,)``.
 
     ``encoder`` is a preset name from :data:`wanderlust.agent.encoders.ENCODER_NAMES` for images;
-    1-D observations use the ``mlp`` encoder whatever ``encoder`` says.
+    1-D observations use the ``mlp`` encoder whatever ``encoder`` says. ``action_bins``: for Box
+    actions, 0 is the squashed Gaussian and ``K >= 2`` the binned categorical; ignored for Discrete.
     Inputs are uint8 (or float in [0, 255]) frames, or float vectors, on the module's device.
     """
 
-    def __init__(self, obs_shape: tuple[int, ...], action_space: spaces.Space, encoder: str = "nature") -> None:
+    def __init__(
+        self, obs_shape: tuple[int, ...], action_space: spaces.Space, encoder: str = "nature", action_bins: int = 0
+    ) -> None:
         super().__init__()
         check_action_space(action_space)
+        check_action_bins(action_bins)
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.action_space = action_space
         self.is_discrete = isinstance(action_space, spaces.Discrete)
@@ -105,12 +121,18 @@ class ActorCritic(nn.Module):
         features = self.encoder.output_dim
         if self.is_discrete:
             self.action_dim = int(action_space.n)
+            self.action_bins = 0
             self.actor = layer_init(nn.Linear(features, self.action_dim), gain=0.01)
             self.register_parameter("log_std", None)
         else:
             self.action_dim = int(action_space.shape[0])
-            self.actor = layer_init(nn.Linear(features, self.action_dim), gain=0.01)
-            self.log_std = nn.Parameter(torch.zeros(self.action_dim))
+            self.action_bins = action_bins
+            outputs = self.action_dim * action_bins if action_bins else self.action_dim
+            self.actor = layer_init(nn.Linear(features, outputs), gain=0.01)
+            if action_bins:
+                self.register_parameter("log_std", None)
+            else:
+                self.log_std = nn.Parameter(torch.zeros(self.action_dim))
         self.value_ext = layer_init(nn.Linear(features, 1), gain=1.0)
         self.value_int = layer_init(nn.Linear(features, 1), gain=1.0)
 
@@ -119,6 +141,8 @@ class ActorCritic(nn.Module):
         head = self.actor(features)
         if self.is_discrete:
             return CategoricalActions(head)
+        if self.action_bins:  # [B, A * K] -> [B, A, K]
+            return BinnedActions(head.view(head.shape[0], self.action_dim, self.action_bins))
         log_std = self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         return SquashedGaussian(head, log_std)
 
@@ -163,3 +187,8 @@ class ActorCritic(nn.Module):
         """The greedy env action for ``obs`` (``tanh(mean)`` ``[B, A]`` or argmax ``[B]``); for export."""
         dist = self.distribution(self.encoder(obs))
         return dist.env_action(dist.deterministic())
+
+
+def build_agent(config: TrainConfig, obs_shape: tuple[int, ...], action_space: spaces.Space) -> ActorCritic:
+    """The actor-critic that ``config`` describes (encoder, action bins) for these spaces, on the CPU."""
+    return ActorCritic(obs_shape, action_space, encoder=config.encoder, action_bins=config.action_bins)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from wanderlust.agent.actor_critic import ActorCritic
+from wanderlust.agent.actor_critic import ActorCritic, build_agent
 from wanderlust.envs.factory import make_env
 from wanderlust.runtime.checkpoint import load_checkpoint
 from wanderlust.runtime.config import EnvConfig, TrainConfig
@@ -46,7 +46,7 @@ def load_policy(run_dir: Path, device: str = "cpu") -> tuple[TrainConfig, ActorC
     state = load_checkpoint(run_dir / "checkpoints")
     env = make_env(config.env)
     try:
-        agent = ActorCritic(env.observation_space.shape, env.action_space, encoder=config.encoder)
+        agent = build_agent(config, env.observation_space.shape, env.action_space)
     finally:
         env.close()
     agent.load_state_dict(state["agent"])

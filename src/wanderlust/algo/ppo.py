@@ -159,7 +159,7 @@ class PPOBatch:
     obs: torch.Tensor
     """[B, C, H, W] uint8."""
     actions: torch.Tensor
-    """[B, A] float raw pre-tanh ``u`` (Box) or [B] int64 (Discrete): ``ActOutput.action``."""
+    """[B, A] float raw pre-tanh ``u`` or bin indices (Box) or [B] int64 (Discrete): ``ActOutput.action``."""
     log_probs: torch.Tensor
     """[B] behaviour log pi(a|s) at collection time."""
     advantages_ext: torch.Tensor

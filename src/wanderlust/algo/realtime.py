@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from wanderlust.agent.actor_critic import ActorCritic
+from wanderlust.agent.actor_critic import build_agent
 from wanderlust.algo.ppo import learning_rate_at, ppo_update
 from wanderlust.algo.storage import RolloutStorage
 from wanderlust.algo.trainer import Learner, TrainResult, compute_advantages, intrinsic_rewards, resolve_device
@@ -230,7 +230,7 @@ class _Session:
         self.learner = Learner(config, env.observation_space, env.action_space, resolve_device(config.device))
         if resume_state is not None:
             self.learner.load_state_dict(resume_state)
-        self.actor_policy = ActorCritic(env.observation_space.shape, env.action_space, encoder=config.encoder)
+        self.actor_policy = build_agent(config, env.observation_space.shape, env.action_space)
         self.weights = WeightPublisher()
         self.weights.publish(self.learner.agent, self.learner.updates)
         self.rollouts: RolloutQueue[ActorRollout] = RolloutQueue(queue_size)

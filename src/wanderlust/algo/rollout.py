@@ -36,7 +36,7 @@ class Rollout:
     final_obs: np.ndarray
     """Final observations of the episodes that ended, ``[K, ...]``, in row-major ``(t, env)`` order of the ends."""
     actions: np.ndarray
-    """Storage-form actions: raw pre-tanh float32 ``[T, n, A]`` or int64 indices ``[T, n]``."""
+    """Storage-form actions: float32 ``[T, n, A]`` (raw pre-tanh, or bin indices) or int64 indices ``[T, n]``."""
     env_actions: np.ndarray
     """What the envs received: float32 ``[T, n, A]`` in [-1, 1] or int64 ``[T, n]``."""
     log_probs: np.ndarray

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from wanderlust.agent.actor_critic import ActorCritic
+from wanderlust.agent.actor_critic import build_agent
 from wanderlust.algo.gae import compute_gae
 from wanderlust.algo.pool import WorkerPool, make_pool
 from wanderlust.algo.ppo import learning_rate_at, ppo_update
@@ -69,7 +69,7 @@ class Learner:
     def __init__(self, config: TrainConfig, observation_space, action_space, device: torch.device) -> None:
         self.config = config
         self.device = device
-        self.agent = ActorCritic(observation_space.shape, action_space, encoder=config.encoder).to(device)
+        self.agent = build_agent(config, observation_space.shape, action_space).to(device)
         self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
         self.novelty: NoveltyModule = make_novelty(
             config.novelty_name, config.novelty, obs_spec(observation_space, config.env), action_space,

@@ -130,7 +130,7 @@ class ActorRollout:
     next_obs: torch.Tensor
     """[T, C, H, W] uint8: the frame each action produced (the final frame at an episode end)."""
     actions: torch.Tensor
-    """[T, A] float32 raw pre-tanh (Box) or [T] int64 (Discrete): ``ActOutput.action``."""
+    """[T, A] float32 raw pre-tanh or bin indices (Box) or [T] int64 (Discrete): ``ActOutput.action``."""
     env_actions: torch.Tensor
     """[T, A] float32 or [T] int64: what the env received."""
     log_probs: torch.Tensor

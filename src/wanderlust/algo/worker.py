@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from wanderlust.agent.actor_critic import ActorCritic
+from wanderlust.agent.actor_critic import build_agent
 from wanderlust.algo.rollout import Rollout, finished_episodes
 from wanderlust.envs.factory import make_vector_env
 from wanderlust.runtime.config import TrainConfig
@@ -103,7 +103,7 @@ class RolloutWorker:
         self.observation_space = self.envs.single_observation_space
         self.action_space = self.envs.single_action_space
         with torch.random.fork_rng(devices=[]):  # building the copy must not move the caller's RNG
-            self.agent = ActorCritic(self.observation_space.shape, self.action_space, encoder=config.encoder)
+            self.agent = build_agent(config, self.observation_space.shape, self.action_space)
             torch.manual_seed(policy_seed(config.seed, spec))
             self._rng_state = torch.get_rng_state()
         self.obs, _ = self.envs.reset(seed=env_reset_seed(config.seed, spec))

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from wanderlust.agent.actor_critic import ActorCritic
+from wanderlust.agent.actor_critic import ActorCritic, build_agent
 from wanderlust.envs.factory import make_env, obs_spec
 from wanderlust.envs.maze import MazeEnv, MazeLayout
 from wanderlust.envs.maze.mapview import draw_map
@@ -155,7 +155,7 @@ def load_run(run_dir: Path) -> LoadedRun:
         observation_space, action_space = env.observation_space, env.action_space
     finally:
         env.close()
-    agent = ActorCritic(observation_space.shape, action_space, encoder=config.encoder)
+    agent = build_agent(config, observation_space.shape, action_space)
     agent.load_state_dict(state["agent"])
     novelty = make_novelty(config.novelty_name, config.novelty, obs_spec(observation_space, config.env),
                            action_space, config.env.num_envs, "cpu")

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from wanderlust.agent.actor_critic import check_action_bins
 from wanderlust.agent.encoders import ENCODER_NAMES
 from wanderlust.algo.ppo import PPOConfig
 from wanderlust.novelty import NOVELTY_NAMES, NoveltyConfig
@@ -98,6 +99,8 @@ class TrainConfig:
     """Divide intrinsic rewards by the running std of their discounted return (as RND)."""
     encoder: str = "nature"
     """Policy encoder preset: nature, impala or seed."""
+    action_bins: int = 0
+    """Box actions: 0 = squashed Gaussian; K >= 2 = K evenly spaced values per axis (factorised categorical)."""
     total_steps: int = 200_000
     """Environment steps to train for (summed over envs)."""
     seed: int = 1
@@ -129,6 +132,7 @@ class TrainConfig:
             raise ValueError(f"unknown novelty '{self.novelty_name}'; choose one of {', '.join(NOVELTY_NAMES)}")
         if self.encoder not in ENCODER_NAMES:
             raise ValueError(f"unknown encoder '{self.encoder}'; choose one of {', '.join(ENCODER_NAMES)}")
+        check_action_bins(self.action_bins)
         _positive("total_steps", self.total_steps)
         _positive("checkpoint_every", self.checkpoint_every)
         _positive("keep_checkpoints", self.keep_checkpoints)
