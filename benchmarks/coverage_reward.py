@@ -26,7 +26,7 @@ from exploration import EVAL_SEED, baseline
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
 from wanderlust.envs.maze.env import MazeEnv
-from wanderlust.runtime.config import TrainConfig, set_by_path
+from wanderlust.runtime.config import TrainConfig, apply_overrides
 from wanderlust.runtime.rundir import save_config
 
 IDS = ("wanderlust/Maze-v0", "wanderlust/MazeDiscrete-v0")
@@ -94,9 +94,7 @@ def main() -> None:
     set_torch_threads(args.threads)
     config = TrainConfig()
     config.total_steps = args.steps
-    for item in args.set:
-        key, _, raw = item.partition("=")
-        set_by_path(config, key.strip(), raw)
+    apply_overrides(config, args.set)
     steps, coverages = train_and_evaluate(config, args.env_id, args.episodes, args.episode_steps)
     random = baseline("random", args.episodes, args.episode_steps, "Discrete" in args.env_id)["coverages"]
     rows = [["random", 0, f"{np.mean(random):.1%}", "1.00x"],

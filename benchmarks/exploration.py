@@ -25,7 +25,7 @@ from _common import markdown_table, set_torch_threads
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
 from wanderlust.envs.maze import run_explorer
-from wanderlust.runtime.config import TrainConfig, make_preset, set_by_path
+from wanderlust.runtime.config import TrainConfig, apply_overrides, make_preset
 from wanderlust.runtime.rundir import save_config
 
 EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first mazes
@@ -87,9 +87,7 @@ def main() -> None:
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
         config = make_preset("default")  # what `wanderlust train` starts from
         config.env.env_id = args.env_id
-        for item in args.set:
-            key, _, raw = item.partition("=")
-            set_by_path(config, key.strip(), raw)
+        apply_overrides(config, args.set)
         results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "
               f"after {results[-1]['train_steps']:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)

@@ -15,6 +15,7 @@ Behaviours (stick maze; the discrete maze has no pitch, so "look" there is turni
 
     python benchmarks/novelty_alignment.py                     # stick maze, pixel + episodic
     python benchmarks/novelty_alignment.py --env-id wanderlust/MazeDiscrete-v0
+    python benchmarks/novelty_alignment.py --methods pixel --set novelty.pixel.aggregate=nearest
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from wanderlust.envs.factory import make_env, obs_spec
 from wanderlust.envs.maze.env import DISCRETE_ACTIONS
 from wanderlust.envs.maze.explorers import make_explorer
 from wanderlust.novelty import make_novelty
-from wanderlust.runtime.config import TrainConfig
+from wanderlust.runtime.config import TrainConfig, apply_overrides
 
 BEHAVIOURS = ("random", "oracle", "walk", "spin", "look")
 _FORWARD, _LEFT, _RIGHT, _NOOP = (DISCRETE_ACTIONS.index(a) for a in ("forward", "turn_left", "turn_right", "noop"))
@@ -105,6 +106,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=3, help="episodes per behaviour (seeds 100, 101, ...)")
     parser.add_argument("--steps", type=int, default=1000, help="steps per episode")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for the modules, e.g. novelty.pixel.aggregate=nearest (repeatable)")
     args = parser.parse_args()
     if args.episodes < 1 or args.steps < 2:
         parser.error("--episodes must be >= 1 and --steps >= 2")
@@ -114,6 +117,7 @@ def main() -> None:
     config.env.env_id = args.env_id
     config.env.num_envs = 1
     config.env.max_episode_steps = args.steps
+    apply_overrides(config, args.set)
     results = {}
     for name in BEHAVIOURS:
         runs = [episode_rewards(config, methods, name, 100 + i, args.steps) for i in range(args.episodes)]

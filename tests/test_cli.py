@@ -122,3 +122,16 @@ def test_resume_extends_a_run_and_records_the_new_budget(tmp_path):
     assert json.loads((run / "config.json").read_text())["total_steps"] == 64
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == [32, 64]
+
+
+def test_failed_setup_leaves_no_run_folder_and_the_same_run_dir_works_after_the_fix(tmp_path, capsys):
+    run = tmp_path / "run"
+    bad = ["--set", "novelty.pixel.aggregate=median"]
+    assert run_cli("train", *TINY, "--total-steps", "32", "--novelty", "pixel", *bad, "--run-dir", str(run)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "novelty.pixel.aggregate must be one of mean, nearest, got 'median'" in err[-1]
+    assert not run.exists()  # nothing was trained, so nothing is left to refuse the next try
+    fixed = ["--set", "novelty.pixel.aggregate=nearest"]
+    assert run_cli("train", *TINY, "--total-steps", "32", "--novelty", "pixel", *fixed, "--run-dir", str(run)) == 0
+    assert json.loads((run / "config.json").read_text())["novelty"]["pixel"]["aggregate"] == "nearest"
+    assert (run / "checkpoints" / "latest").exists()

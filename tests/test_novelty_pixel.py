@@ -123,3 +123,27 @@ def test_bad_inputs_raise_clear_errors():
         module.reward(stacked(0, 0), stacked(0, 0), torch.zeros(2), torch.tensor([False]))
     with pytest.raises(ValueError, match="history"):
         PixelNovelty(ObsSpec((2, H, W), 1), 2, PixelConfig(history=0), "cpu")
+
+
+def test_nearest_aggregate_takes_the_closest_filled_frame_by_hand():
+    frame = torch.full((2, 4, 4), 100.0)
+    history = torch.zeros(2, 3, 4, 4)
+    history[:, 0], history[:, 1], history[:, 2] = 40.0, 90.0, 100.0  # slot 2 of env 0 is not filled
+    filled = torch.tensor([[True, True, False], [True, True, True]])
+    got = mean_abs_difference(frame, history, filled, aggregate="nearest")
+    assert got.tolist() == pytest.approx([10 / 255, 0.0])
+    mean = mean_abs_difference(frame, history, filled)
+    assert mean.tolist() == pytest.approx([(60 + 10) / 2 / 255, (60 + 10 + 0) / 3 / 255])
+    assert mean_abs_difference(frame, history, torch.zeros(2, 3, dtype=torch.bool), "nearest").tolist() == [0.0, 0.0]
+
+
+def test_nearest_pays_nothing_for_a_view_seen_this_episode():
+    module = PixelNovelty(ObsSpec((2, H, W), 1), 1, PixelConfig(history=5, aggregate="nearest"), "cpu")
+    assert step(module, stacked(0), stacked(30), (False,)) == pytest.approx([30 / 255])
+    assert step(module, stacked(30), stacked(0), (False,)) == pytest.approx([0.0])  # back to the start view
+    assert step(module, stacked(0), stacked(40), (False,)) == pytest.approx([10 / 255])
+
+
+def test_unknown_aggregate_is_a_clear_error():
+    with pytest.raises(ValueError, match="novelty.pixel.aggregate must be one of mean, nearest"):
+        PixelNovelty(ObsSpec((2, H, W), 1), 1, PixelConfig(aggregate="median"), "cpu")

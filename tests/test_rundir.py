@@ -13,6 +13,7 @@ from wanderlust.runtime.rundir import (
     RunDirError,
     RunDirExistsError,
     create_run_dir,
+    discard_untrained_run,
     load_config,
     save_config,
     slugify,
@@ -118,3 +119,18 @@ def test_atomic_write_replaces_whole_file_and_cleans_up_on_failure(tmp_path, mon
     monkeypatch.undo()
     assert target.read_text() == "two\n"
     assert [p.name for p in tmp_path.iterdir()] == ["latest"]
+
+
+def test_discard_untrained_run_removes_only_a_run_with_nothing_saved(tmp_path):
+    empty = create_run_dir(tmp_path / "empty", name_parts=(), resume=False)
+    save_config(empty, {"seed": 1})
+    (empty / "metrics.jsonl").write_text("")
+    assert discard_untrained_run(empty) and not empty.exists()
+
+    logged = create_run_dir(tmp_path / "logged", name_parts=(), resume=False)
+    (logged / "metrics.jsonl").write_text('{"step": 32}\n')
+    assert not discard_untrained_run(logged) and (logged / "metrics.jsonl").exists()
+
+    saved = create_run_dir(tmp_path / "saved", name_parts=(), resume=False)
+    save_checkpoint(saved / "checkpoints", 10, {"x": 1})
+    assert not discard_untrained_run(saved) and (saved / "checkpoints").exists()

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from wanderlust.runtime.config import PRESETS, SCREEN_ID, TrainConfig, make_preset, set_by_path
+from wanderlust.runtime.config import PRESETS, SCREEN_ID, TrainConfig, apply_overrides, make_preset, set_by_path
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -105,11 +107,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     ):
         if value is not None:
             set_by_path(config, path, str(value))
-    for item in args.set:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ValueError(f"--set expects KEY=VALUE, got '{item}'")
-        set_by_path(config, key.strip(), raw)
+    apply_overrides(config, args.set)
     _apply_scale_args(config, args)
     config.validate()
     return config
@@ -174,9 +172,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         except BaseException:
             env.close()
             raise
-        return _train_live(config, env, run_dir, args)
+        with _discarded_if_untrained(run_dir, new=not args.resume):
+            return _train_live(config, env, run_dir, args)
     run_dir = run_dir or _new_run_dir(config, args)
-    result = train(config, run_dir, resume=args.resume, show_progress=not args.no_progress)
+    with _discarded_if_untrained(run_dir, new=not args.resume):
+        result = train(config, run_dir, resume=args.resume, show_progress=not args.no_progress)
     coverage = result.last_metrics.get("charts/coverage")
     tail = f", coverage {coverage:.1%}" if coverage is not None else ""
     if result.interrupted:
@@ -185,6 +185,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     print(f"wanderlust: done, {result.global_step:,} steps{tail}. Run folder: {run_dir}", file=sys.stderr)
     return 0
+
+
+@contextmanager
+def _discarded_if_untrained(run_dir: Path, new: bool) -> Iterator[None]:
+    """On an error before anything was saved, remove the folder this command just made (see
+    ``discard_untrained_run``); a resumed run's folder is never touched."""
+    from wanderlust.runtime.rundir import discard_untrained_run
+
+    try:
+        yield
+    except BaseException:
+        if new:
+            discard_untrained_run(run_dir)
+        raise
 
 
 def _new_run_dir(config: TrainConfig, args: argparse.Namespace) -> Path:

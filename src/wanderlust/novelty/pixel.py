@@ -6,6 +6,11 @@ those frames and all pixels. The new frame joins the history only *after* it has
 seed compared a frame with a history that already contained it, which biased every reward towards
 zero).
 
+``aggregate="nearest"`` scores the new frame by its distance to the *closest* of those frames
+instead of their mean. The seed's mean pays for any view unlike the average of the last ``K``, so
+spinning on the spot, whose views cycle, earns as much as walking; the nearest frame pays nothing
+for a view already seen this episode (a nearest-neighbour count, as in episodic novelty).
+
 Shapes: ``N`` envs, ``K`` history length, ``H, W`` frame size.
 """
 
@@ -19,7 +24,10 @@ from wanderlust.novelty.base import NoveltyBatch, ObsSpec, newest_frame, to_gray
 from wanderlust.novelty.memory import PerEnvMemory, history_mask
 from wanderlust.novelty.support import check_obs_spec, check_step
 
-__all__ = ["PixelConfig", "PixelNovelty", "gray_frames", "history_mask", "mean_abs_difference"]
+__all__ = ["PIXEL_AGGREGATES", "PixelConfig", "PixelNovelty", "gray_frames", "history_mask", "mean_abs_difference"]
+
+PIXEL_AGGREGATES = ("mean", "nearest")
+"""How the distances to the ``K`` history frames become one reward: their mean (the seed's) or the smallest."""
 
 
 @dataclass
@@ -28,6 +36,8 @@ class PixelConfig:
 
     history: int = 50
     """K: how many of the env's most recent frames (this episode) the new frame is compared with."""
+    aggregate: str = "mean"
+    """'mean' of the distances to those frames (the seed's metric) or the 'nearest' frame's distance."""
 
 
 def gray_frames(obs: torch.Tensor, channels_per_frame: int) -> torch.Tensor:
@@ -40,11 +50,14 @@ def gray_frames(obs: torch.Tensor, channels_per_frame: int) -> torch.Tensor:
     return gray.round().clamp(0, 255).to(torch.uint8)
 
 
-def mean_abs_difference(frame: torch.Tensor, history: torch.Tensor, filled: torch.Tensor) -> torch.Tensor:
+def mean_abs_difference(
+    frame: torch.Tensor, history: torch.Tensor, filled: torch.Tensor, aggregate: str = "mean"
+) -> torch.Tensor:
     """Mean absolute difference, scaled to [0, 1], of each frame to its env's filled history slots.
 
     ``frame [N, H, W]``, ``history [N, K, H, W]`` (0..255), ``filled [N, K]`` bool -> ``[N]`` float32:
-    the mean over filled slots of the per-pixel mean ``|frame - slot| / 255``; 0 where nothing is filled.
+    the mean (``aggregate="mean"``) or the minimum (``"nearest"``) over filled slots of the per-pixel
+    mean ``|frame - slot| / 255``; 0 where nothing is filled.
     """
     num_envs, capacity, height, width = history.shape
     pixels = height * width
@@ -54,12 +67,15 @@ def mean_abs_difference(frame: torch.Tensor, history: torch.Tensor, filled: torc
         history.to(torch.float32).reshape(num_envs, capacity, pixels),
         p=1.0,
     )[:, 0] / (pixels * 255.0)
+    if aggregate == "nearest":
+        nearest = per_slot.masked_fill(~filled, float("inf")).amin(dim=1)
+        return torch.where(filled.any(dim=1), nearest, torch.zeros_like(nearest))
     weights = filled.to(torch.float32)
     return (per_slot * weights).sum(dim=1) / weights.sum(dim=1).clamp_min(1.0)
 
 
 class PixelNovelty:
-    """Mean absolute grayscale difference to the env's last ``K`` frames (no learned parts)."""
+    """Mean absolute grayscale difference to the env's last ``K`` frames, their mean or the nearest (no learned parts)."""
 
     name = "pixel"
     sequential = True
@@ -68,6 +84,9 @@ class PixelNovelty:
         check_obs_spec(obs_spec)
         if config.history < 1:
             raise ValueError(f"pixel history must be >= 1 frame, got {config.history}")
+        if config.aggregate not in PIXEL_AGGREGATES:
+            raise ValueError(f"novelty.pixel.aggregate must be one of {', '.join(PIXEL_AGGREGATES)}, "
+                             f"got '{config.aggregate}'")
         self.obs_spec = obs_spec
         self.num_envs = num_envs
         self.config = config
@@ -92,7 +111,7 @@ class PixelNovelty:
             new_frame = gray_frames(next_obs.to(self.device), channels).to(torch.float32)  # [N, H, W]
             # first step of an episode: compare against the start frame
             self.history.fill_empty(obs, lambda start: gray_frames(start, channels))
-            novelty = mean_abs_difference(new_frame, self.history.entries, self.history.mask())
+            novelty = mean_abs_difference(new_frame, self.history.entries, self.history.mask(), self.config.aggregate)
             self.history.push(new_frame)
             self.history.clear(ends)
         return novelty

@@ -248,6 +248,15 @@ def set_by_path(config: TrainConfig, dotted: str, raw: str) -> None:
                                       optional="None" in annotation))
 
 
+def apply_overrides(config: TrainConfig, items: list[str]) -> None:
+    """Apply ``--set KEY=VALUE`` items in order (see :func:`set_by_path`); ValueError names a bad one."""
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set expects KEY=VALUE, got '{item}'")
+        set_by_path(config, key.strip(), raw)
+
+
 def _parse_like(current: Any, raw: str, name: str, text_field: bool = False, optional: bool = True) -> Any:
     """``raw`` parsed as the type of ``current``. ``text_field``: the field holds text (even while it is
     None); ``optional``: 'none'/'null' mean None (otherwise they are text, e.g. ``novelty_name=none``)."""

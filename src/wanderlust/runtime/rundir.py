@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +23,8 @@ from wanderlust.runtime.fs import atomic_write_bytes, atomic_write_text
 
 __all__ = [
     "CHECKPOINTS_DIR", "CONFIG_FILE", "METRICS_FILE", "TB_DIR", "RunDirError", "RunDirExistsError",
-    "atomic_write_bytes", "atomic_write_text", "create_run_dir", "load_config", "save_config", "slugify",
+    "atomic_write_bytes", "atomic_write_text", "create_run_dir", "discard_untrained_run", "load_config", "save_config",
+    "slugify",
 ]
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -120,3 +122,19 @@ def load_config(run_dir: Path) -> dict:
     if not isinstance(config, dict):
         raise RunDirError(f"{path} is corrupt (not a JSON object); restore it or start a new run")
     return config
+
+
+def discard_untrained_run(run_dir: Path) -> bool:
+    """Remove a run folder that a failed set-up left with nothing in it: no checkpoint and no logged
+    metric (only the config and empty folders). Returns whether it was removed.
+
+    A new run that stops before its first update (a bad novelty setting, an env that cannot start)
+    then leaves no folder behind, so the same ``--run-dir`` works once the mistake is fixed. A folder
+    holding any checkpoint or metric line is kept.
+    """
+    run_dir = Path(run_dir)
+    metrics = run_dir / METRICS_FILE
+    if list_checkpoints(run_dir / CHECKPOINTS_DIR) or (metrics.exists() and metrics.stat().st_size > 0):
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return True
