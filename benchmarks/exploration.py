@@ -8,6 +8,11 @@ play the same seeds through the same action space.
     python benchmarks/exploration.py            # 300k steps per method (about 15 min each on 2 cores)
     python benchmarks/exploration.py --quick    # 30k steps per method
     python benchmarks/exploration.py --methods episodic,rnd --steps 100000
+    python benchmarks/exploration.py --methods rnd --layout-seed 10000   # one fixed maze, trained and evaluated
+
+``--layout-seed N`` keeps the maze made from seed ``N`` for every training and evaluation episode
+(the evaluation episodes then differ only in their start): a test of lifelong novelty (RND, ICM),
+which has nothing to remember across episodes when every episode brings a new maze.
 """
 
 from __future__ import annotations
@@ -56,12 +61,12 @@ def train_and_evaluate(
     return {"method": method, "train_steps": trained.global_step, "train_seconds": seconds, "coverages": coverages}
 
 
-def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False) -> dict:
-    coverages = [
-        run_explorer(name, episode_steps, seed=EVAL_SEED + i,
-                     env_kwargs={"max_steps": episode_steps, "discrete": discrete})["coverage"]
-        for i in range(episodes)
-    ]
+def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False, layout_seed: int | None = None) -> dict:
+    env_kwargs = {"max_steps": episode_steps, "discrete": discrete}
+    if layout_seed is not None:
+        env_kwargs.update(fixed_layout=True, layout_seed=layout_seed)
+    coverages = [run_explorer(name, episode_steps, seed=EVAL_SEED + i, env_kwargs=env_kwargs)["coverage"]
+                 for i in range(episodes)]
     return {"method": name, "train_steps": 0, "train_seconds": 0.0, "coverages": coverages}
 
 
@@ -77,21 +82,23 @@ def main() -> None:
     parser.add_argument("--env-id", default="wanderlust/Maze-v0", help="maze variant (Box sticks or Discrete)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for the trained agents, e.g. ppo.ent_coef=0")
+    parser.add_argument("--layout-seed", type=int, help="one fixed maze (from this seed) for training and evaluation")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     steps = 30_000 if args.quick else args.steps
     set_torch_threads(args.threads)
 
     discrete = "Discrete" in args.env_id
-    results = [baseline("random", args.episodes, args.episode_steps, discrete)]
+    results = [baseline("random", args.episodes, args.episode_steps, discrete, args.layout_seed)]
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
         config = make_preset("default")  # what `wanderlust train` starts from
         config.env.env_id = args.env_id
+        config.env.maze_layout_seed = args.layout_seed
         apply_overrides(config, args.set)
         results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "
               f"after {results[-1]['train_steps']:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)
-    results.append(baseline("oracle", args.episodes, args.episode_steps, discrete))
+    results.append(baseline("oracle", args.episodes, args.episode_steps, discrete, args.layout_seed))
 
     random_mean = float(np.mean(results[0]["coverages"]))
     oracle_mean = float(np.mean(results[-1]["coverages"]))
@@ -102,7 +109,9 @@ def main() -> None:
             r["method"], f"{r['train_steps']:,}", f"{r['train_seconds'] / 60:.1f}", f"{mean:.1%}", f"{std:.1%}",
             f"{mean / random_mean:.2f}x", f"{mean / oracle_mean:.0%}",
         ])
-    print(f"\n{args.env_id}: coverage of the 9x9 maze in {args.episode_steps}-step episodes, {args.episodes} unseen mazes "
+    mazes = (f"{args.episodes} unseen mazes" if args.layout_seed is None
+             else f"{args.episodes} starts in the training maze (layout seed {args.layout_seed})")
+    print(f"\n{args.env_id}: coverage of the 9x9 maze in {args.episode_steps}-step episodes, {mazes} "
           f"(seeds {EVAL_SEED}..{EVAL_SEED + args.episodes - 1})\n")
     print(markdown_table(["method", "train steps", "train min", "coverage", "std", "vs random", "of oracle"], rows))
     if args.json:

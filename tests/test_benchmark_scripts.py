@@ -74,3 +74,13 @@ def test_coverage_reward_pays_one_per_new_cell_and_trains():
     config.total_steps = 32
     steps, coverages = coverage_reward.train_and_evaluate(config, "wanderlust/MazeDiscrete-v0", 2, 30)
     assert steps == 32 and len(coverages) == 2 and all(0 < c <= 1 for c in coverages)
+
+
+def test_exploration_baselines_play_the_fixed_maze_when_given_a_layout_seed():
+    from wanderlust.envs.maze import run_explorer
+
+    fixed = exploration.baseline("oracle", 2, 60, layout_seed=3)["coverages"]
+    kwargs = {"max_steps": 60, "discrete": False, "fixed_layout": True, "layout_seed": 3}
+    assert fixed == [run_explorer("oracle", 60, seed=exploration.EVAL_SEED + i, env_kwargs=kwargs)["coverage"]
+                     for i in range(2)]
+    assert fixed != exploration.baseline("oracle", 2, 60)["coverages"]  # other mazes than the unseen ones

@@ -89,3 +89,20 @@ def test_vector_env_uses_same_step_autoreset_with_final_observations():
     assert all(final[0, 0, 0] == 3 for final in infos["final_obs"])
     assert (infos["final_info"]["episode"]["r"] == 2.0).all()  # 0.5 + 0.5 + 1.0
     envs.close()
+
+
+def test_maze_layout_seed_keeps_one_maze_for_every_episode():
+    def layouts(config: EnvConfig) -> list[np.ndarray]:
+        env = make_env(config)
+        walls = []
+        for seed in (1, 2):
+            env.reset(seed=seed)
+            walls.append(np.concatenate([env.unwrapped.layout.open_east.ravel(), env.unwrapped.layout.open_south.ravel()]))
+        env.close()
+        return walls
+
+    fixed = layouts(EnvConfig(maze_size=5, maze_obs_size=32, maze_layout_seed=7))
+    assert np.array_equal(fixed[0], fixed[1])
+    assert np.array_equal(layouts(EnvConfig(maze_size=5, maze_obs_size=32, maze_layout_seed=7))[0], fixed[0])
+    fresh = layouts(EnvConfig(maze_size=5, maze_obs_size=32))
+    assert not np.array_equal(fresh[0], fresh[1])  # the default: a new maze every episode

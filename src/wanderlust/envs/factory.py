@@ -173,6 +173,8 @@ def _make_registered(config: EnvConfig, render_mode: str | None) -> gym.Env:
     if not is_maze(config.env_id):
         return make_base_env(config, render_mode)
     kwargs: dict = {"size": config.maze_size, "obs_size": config.maze_obs_size}
+    if config.maze_layout_seed is not None:
+        kwargs.update(fixed_layout=True, layout_seed=config.maze_layout_seed)
     if config.max_episode_steps is not None:
         kwargs["max_steps"] = config.max_episode_steps
     if render_mode is not None:

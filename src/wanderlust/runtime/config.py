@@ -71,6 +71,8 @@ class EnvConfig:
     """Cells per side of the built-in maze (maze envs only)."""
     maze_obs_size: int = 64
     """Rendered view size of the built-in maze (maze envs only)."""
+    maze_layout_seed: int | None = None
+    """Keep one maze, made from this seed, for every episode (maze envs only); None: a new maze each episode."""
     action_repeat: int | None = None
     """Frames per agent step (ALE and VizDoom ids only); None: 4 for Atari with preprocessing, else the env's own."""
     atari_preprocessing: bool = True
