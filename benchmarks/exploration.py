@@ -18,6 +18,7 @@ which has nothing to remember across episodes when every episode brings a new ma
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 import time
@@ -37,16 +38,23 @@ EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first
 
 
 def train_and_evaluate(
-    method: str, steps: int, episodes: int, seed: int, episode_steps: int, config: TrainConfig | None = None
+    method: str, steps: int, episodes: int, seed: int, episode_steps: int, config: TrainConfig | None = None,
+    keep_in: Path | None = None,
 ) -> dict:
     """Train ``method`` for ``steps`` (on ``config``, default: the default maze config), then
-    return its coverage on ``episodes`` unseen evaluation mazes."""
+    return its coverage on ``episodes`` unseen evaluation mazes. The run folder is temporary unless
+    ``keep_in`` names a folder to keep it in (``<keep_in>/<method>-seed<seed>``)."""
     config = config or make_preset("default")
     config.novelty_name = method
     config.total_steps = steps
     config.seed = seed
     config.checkpoint_every = max(steps, 1)
-    with tempfile.TemporaryDirectory(prefix=f"wanderlust-explore-{method}-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if keep_in is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix=f"wanderlust-explore-{method}-"))
+        else:
+            tmp = str(keep_in / f"{method}-seed{seed}")
+            Path(tmp).mkdir(parents=True, exist_ok=False)
         print(f"  training {method} in {tmp} (metrics.jsonl shows progress)", flush=True)
         save_config(Path(tmp), config.to_dict())
         started = time.perf_counter()
@@ -84,6 +92,8 @@ def main() -> None:
                         help="config override for the trained agents, e.g. ppo.ent_coef=0")
     parser.add_argument("--layout-seed", type=int, help="one fixed maze (from this seed) for training and evaluation")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--keep-runs", type=Path, metavar="DIR",
+                        help="keep each trained run folder (metrics, TensorBoard, checkpoint) under DIR")
     args = parser.parse_args()
     steps = 30_000 if args.quick else args.steps
     set_torch_threads(args.threads)
@@ -95,7 +105,8 @@ def main() -> None:
         config.env.env_id = args.env_id
         config.env.maze_layout_seed = args.layout_seed
         apply_overrides(config, args.set)
-        results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config))
+        results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config,
+                                          keep_in=args.keep_runs))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "
               f"after {results[-1]['train_steps']:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)
     results.append(baseline("oracle", args.episodes, args.episode_steps, discrete, args.layout_seed))

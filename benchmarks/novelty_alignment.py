@@ -16,11 +16,18 @@ Behaviours (stick maze; the discrete maze has no pitch, so "look" there is turni
     python benchmarks/novelty_alignment.py                     # stick maze, pixel + episodic
     python benchmarks/novelty_alignment.py --env-id wanderlust/MazeDiscrete-v0
     python benchmarks/novelty_alignment.py --methods pixel --set novelty.pixel.aggregate=nearest
+    python benchmarks/novelty_alignment.py --from-run runs/maze   # the run's novelty module as trained
+
+``--from-run RUN_DIR`` scores the behaviours with the novelty module of a training run, as its latest
+checkpoint left it (learned networks and running statistics; the per-env episode memory starts empty,
+as it does in every new episode), with the run's config: does the reward the agent was trained on
+*at the end* still pay for exploring?
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import _common  # noqa: F401  (puts <repo>/src on sys.path)
 import numpy as np
@@ -31,9 +38,13 @@ from wanderlust.envs.factory import make_env, obs_spec
 from wanderlust.envs.maze.env import DISCRETE_ACTIONS
 from wanderlust.envs.maze.explorers import make_explorer
 from wanderlust.novelty import make_novelty
+from wanderlust.runtime.checkpoint import load_checkpoint
 from wanderlust.runtime.config import TrainConfig, apply_overrides
+from wanderlust.runtime.rundir import load_config
 
 BEHAVIOURS = ("random", "oracle", "walk", "spin", "look")
+PER_ENV_STATE = {"episodic": ("memory",), "pixel": ("frames", "counts")}
+"""State entries that hold one env's episode (sized by the run's num_envs): kept fresh, not loaded."""
 _FORWARD, _LEFT, _RIGHT, _NOOP = (DISCRETE_ACTIONS.index(a) for a in ("forward", "turn_left", "turn_right", "noop"))
 
 
@@ -68,13 +79,30 @@ def behaviour(name: str, discrete: bool, seed: int):
     return Scripted(name, discrete, rng)
 
 
-def episode_rewards(config: TrainConfig, methods: list[str], name: str, seed: int, steps: int) -> tuple[dict, float]:
-    """Sum of each method's reward over one ``steps``-step episode of behaviour ``name``; and its coverage."""
+def trained_run(run_dir: Path) -> tuple[TrainConfig, dict]:
+    """The config of ``run_dir`` and its novelty module's state from the latest checkpoint."""
+    config = TrainConfig.from_dict(load_config(run_dir))
+    return config, load_checkpoint(run_dir / "checkpoints")["novelty"]
+
+
+def episode_rewards(
+    config: TrainConfig, methods: list[str], name: str, seed: int, steps: int, trained: dict | None = None,
+) -> tuple[dict, float]:
+    """Sum of each method's reward over one ``steps``-step episode of behaviour ``name``; and its coverage.
+    ``trained`` is the state of the one method's trained module (see :func:`trained_run`); without it
+    the modules are untrained."""
     env = make_env(config.env)
     try:
         spec = obs_spec(env.observation_space, config.env)
         torch.manual_seed(0)  # the same untrained networks for every behaviour
         modules = {m: make_novelty(m, config.novelty, spec, env.action_space, 1, "cpu") for m in methods}
+        if trained is not None:
+            (method,) = methods
+            state = dict(trained)
+            fresh = modules[method].state_dict()
+            for key in PER_ENV_STATE.get(method, ()):
+                state[key] = fresh[key]
+            modules[method].load_state_dict(state)
         obs, info = env.reset(seed=seed)
         actor = behaviour(name, "Discrete" in config.env.env_id, seed)
         actor.reset(env)
@@ -108,19 +136,25 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for the modules, e.g. novelty.pixel.aggregate=nearest (repeatable)")
+    parser.add_argument("--from-run", type=Path, metavar="RUN_DIR",
+                        help="score with this training run's novelty module as trained (its config; --methods ignored)")
     args = parser.parse_args()
     if args.episodes < 1 or args.steps < 2:
         parser.error("--episodes must be >= 1 and --steps >= 2")
     set_torch_threads(args.threads)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    config = TrainConfig()
-    config.env.env_id = args.env_id
+    config, trained = TrainConfig(), None
+    if args.from_run is not None:
+        config, trained = trained_run(args.from_run)
+        methods = [config.novelty_name]
+    else:
+        config.env.env_id = args.env_id
     config.env.num_envs = 1
     config.env.max_episode_steps = args.steps
     apply_overrides(config, args.set)
     results = {}
     for name in BEHAVIOURS:
-        runs = [episode_rewards(config, methods, name, 100 + i, args.steps) for i in range(args.episodes)]
+        runs = [episode_rewards(config, methods, name, 100 + i, args.steps, trained) for i in range(args.episodes)]
         results[name] = ({m: float(np.mean([r[0][m] for r in runs])) for m in methods},
                          float(np.mean([r[1] for r in runs])))
         print(f"  {name}: done", flush=True)
@@ -130,7 +164,8 @@ def main() -> None:
             f"{totals[m]:,.1f} ({totals[m] / results['random'][0][m]:.2f}x)" if results["random"][0][m] else f"{totals[m]:,.1f}"
             for m in methods
         ])
-    print(f"\n{args.env_id}: reward per {args.steps}-step episode of untrained novelty modules "
+    modules = f"the novelty module of {args.from_run}" if trained is not None else "untrained novelty modules"
+    print(f"\n{config.env.env_id}: reward per {args.steps}-step episode of {modules} "
           f"(mean of {args.episodes}; ratio to random)\n")
     print(markdown_table(["behaviour", "coverage"] + [f"{m} reward" for m in methods], rows))
 

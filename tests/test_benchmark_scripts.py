@@ -22,6 +22,15 @@ def test_exploration_trains_evaluates_and_compares_with_baselines():
     assert min(oracle["coverages"]) > max(random["coverages"])
 
 
+def test_exploration_keeps_the_run_folder_when_asked(tmp_path):
+    config = tiny_config(novelty_name="episodic")
+    exploration.train_and_evaluate("episodic", 32, episodes=1, seed=3, episode_steps=10, config=config,
+                                   keep_in=tmp_path)
+    kept = tmp_path / "episodic-seed3"
+    assert (kept / "config.json").is_file() and (kept / "metrics.jsonl").stat().st_size > 0
+    assert any(kept.rglob("*.safetensors"))  # the final checkpoint is there to load again
+
+
 def test_novelty_alignment_sums_rewards_per_behaviour():
     import novelty_alignment
     from wanderlust.runtime.config import TrainConfig
@@ -36,6 +45,24 @@ def test_novelty_alignment_sums_rewards_per_behaviour():
     assert all(value > 0 for value in (*spin.values(), *walk.values()))
     again, _ = novelty_alignment.episode_rewards(config, ["pixel", "episodic"], "spin", 100, 40)
     assert again == spin  # same seed, same untrained networks: deterministic
+
+
+def test_novelty_alignment_scores_with_the_trained_module_of_a_run(tmp_path):
+    import novelty_alignment
+
+    config = tiny_config(novelty_name="episodic")
+    exploration.train_and_evaluate("episodic", 64, episodes=1, seed=1, episode_steps=10, config=config, keep_in=tmp_path)
+    run_config, trained = novelty_alignment.trained_run(tmp_path / "episodic-seed1")
+    assert run_config.novelty_name == "episodic" and run_config.env.maze_size == 5
+    run_config.env.num_envs = 1
+    run_config.env.max_episode_steps = 30
+    # The run kept an episode memory per env (2); the 1-env scorer loads everything else.
+    with_trained, coverage = novelty_alignment.episode_rewards(run_config, ["episodic"], "walk", 100, 30, trained)
+    untrained, same_coverage = novelty_alignment.episode_rewards(run_config, ["episodic"], "walk", 100, 30)
+    assert coverage == same_coverage  # the same behaviour was played
+    assert with_trained["episodic"] != untrained["episodic"]  # scored by the trained embedding, not a fresh one
+    again, _ = novelty_alignment.episode_rewards(run_config, ["episodic"], "walk", 100, 30, trained)
+    assert again == with_trained
 
 
 def test_mywayhome_midway_success_is_a_real_midway_evaluation_or_none():
