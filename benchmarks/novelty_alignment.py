@@ -43,7 +43,7 @@ from wanderlust.runtime.config import TrainConfig, apply_overrides
 from wanderlust.runtime.rundir import load_config
 
 BEHAVIOURS = ("random", "oracle", "walk", "spin", "look")
-PER_ENV_STATE = {"episodic": ("memory",), "pixel": ("frames", "counts")}
+PER_ENV_STATE = {"episodic": ("memory", "previous"), "pixel": ("frames", "counts")}
 """State entries that hold one env's episode (sized by the run's num_envs): kept fresh, not loaded."""
 _FORWARD, _LEFT, _RIGHT, _NOOP = (DISCRETE_ACTIONS.index(a) for a in ("forward", "turn_left", "turn_right", "noop"))
 

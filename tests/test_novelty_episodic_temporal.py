@@ -8,7 +8,7 @@ import torch
 
 from wanderlust.novelty.base import NoveltyBatch, ObsSpec
 from wanderlust.novelty.episodic import (
-    EpisodicConfig, EpisodicNovelty, episodic_count_reward, info_nce, near_in_time, temporal_pairs,
+    EpisodicConfig, EpisodicNovelty, episodic_count_reward, info_nce, landmark_reward, near_in_time, temporal_pairs,
 )
 
 SPEC = ObsSpec((2, 40, 40), 1)
@@ -26,6 +26,38 @@ def test_count_reward_by_hand():
     reward = episodic_count_reward(distances, torch.tensor(0.6))
     expected = torch.tensor([1 / 3 ** 0.5, 1.0, 1 / 2.0])  # 2 within 0.6; none; 3 within 0.6
     assert torch.allclose(reward, expected)
+
+
+def test_landmark_reward_by_hand():
+    distances = torch.tensor([[0.7, 0.5, INF], [INF, INF, INF], [0.2, 3.0, 0.9], [0.6, 0.6, INF]])
+    reward = landmark_reward(distances, torch.tensor(0.6))
+    assert reward.tolist() == [0.0, 1.0, 0.0, 1.0]  # 0.5 < 0.6; no landmark yet; 0.2 < 0.6; all >= 0.6
+
+
+def test_landmark_reward_pays_once_per_place_and_keeps_only_landmarks():
+    # the scale is the mean step distance between consecutive frames; radius 0.5 of it: distinct
+    # random frames are always new landmarks, a frame seen before never is
+    module = make(2, reward_kind="landmark", embedding_loss="temporal", landmark_radius=0.5)
+    generator = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randint(0, 256, (1, *SPEC.shape), generator=generator, dtype=torch.uint8) for _ in range(3))
+    pair = lambda x, y: torch.cat([x, y])  # noqa: E731 - env 0's frame, env 1's frame
+    no_end = torch.tensor([False, False])
+    actions = torch.zeros(2, dtype=torch.int64)
+    rewards = [module.reward(pair(a, a), pair(b, a), actions, no_end).tolist()]  # env 0: a -> b; env 1 stays on a
+    with torch.no_grad():
+        first_step = float((module.embed(b) - module.embed(a)).norm())
+    assert float(module.step_mean) == pytest.approx(first_step / 2, rel=1e-5)  # mean of env 0's step and env 1's 0
+    rewards.append(module.reward(pair(b, a), pair(c, a), actions, no_end).tolist())
+    rewards.append(module.reward(pair(c, a), pair(b, b), actions, no_end).tolist())  # env 0 back at b; env 1 sees b
+    assert rewards == [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
+    assert module.counts.tolist() == [3, 2]  # landmarks only: env 0 {a, b, c}, env 1 {a, b}
+    with torch.no_grad():
+        assert torch.allclose(module.previous, module.embed(pair(b, b)))
+    ended = module.reward(pair(b, b), pair(c, c), actions, torch.tensor([True, False]))
+    assert ended.tolist() == [0.0, 1.0] and module.counts.tolist() == [0, 3]  # env 0's memory forgotten
+    other = make(2, reward_kind="landmark")
+    other.load_state_dict(module.state_dict())
+    assert float(other.step_mean) == float(module.step_mean) and torch.equal(other.previous, module.previous)
 
 
 def test_temporal_pairs_stay_inside_one_episode_and_window():
@@ -86,7 +118,7 @@ def test_temporal_update_trains_embedding_and_needs_time_order():
 def test_bad_options_are_one_line_errors():
     with pytest.raises(ValueError, match="embedding_loss must be one of inverse, temporal"):
         make(1, embedding_loss="contrastive")
-    with pytest.raises(ValueError, match="reward_kind must be one of kernel, count"):
+    with pytest.raises(ValueError, match="reward_kind must be one of kernel, count, landmark"):
         make(1, reward_kind="counts")
     with pytest.raises(ValueError, match="distance_decay"):
         make(1, distance_decay=1.0)

@@ -30,6 +30,16 @@ def test_push_fills_slots_in_order_and_wraps_over_the_oldest():
     assert memory.counts.tolist() == [5, 5]
 
 
+def test_push_where_appends_only_for_the_chosen_envs():
+    memory = PerEnvMemory(3, 2, (1,), "cpu")
+    memory.push(torch.tensor([[1.0], [10.0], [100.0]]), where=torch.tensor([True, False, True]))
+    memory.push(torch.tensor([[2.0], [20.0], [200.0]]), where=torch.tensor([False, True, True]))
+    assert values(memory) == [[1.0], [20.0], [100.0, 200.0]]
+    assert memory.counts.tolist() == [1, 1, 2]
+    memory.push(torch.tensor([[3.0], [30.0], [300.0]]), where=torch.tensor([False, False, True]))
+    assert values(memory) == [[1.0], [20.0], [300.0, 200.0]]  # env 2 wrapped over its oldest
+
+
 def test_history_mask_marks_filled_slots_up_to_capacity():
     assert history_mask(torch.tensor([0, 1, 3, 9]), 3).tolist() == [
         [False, False, False], [True, False, False], [True, True, True], [True, True, True]]

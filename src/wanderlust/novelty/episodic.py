@@ -21,6 +21,11 @@ exploring (``benchmarks/novelty_alignment.py`` measures it). Two options address
   closer than ``count_radius`` times the running mean of nearest-neighbour distances, reward
   ``1 / sqrt(1 + n)``. Revisiting a known place pays little however it is looked at, so the total
   that staying in one place can earn is bounded.
+- ``reward_kind="landmark"``: Episodic Curiosity's memory of landmarks (Savinov et al. 2019) with a
+  binary reward: a frame farther than ``landmark_radius`` typical one-step embedding distances from
+  every landmark of the episode pays 1 and becomes a landmark; any other frame pays 0. Consecutive
+  frames do not crowd the memory, so a new place pays in full, and once a place has been looked at
+  all round, looking at it again pays nothing.
 
 Shapes: ``N`` envs, ``M`` memory capacity, ``k`` neighbours, ``D`` embedding size, ``B`` batch.
 """
@@ -39,8 +44,8 @@ from wanderlust.novelty.nets import (
     action_size, check_actions, flat_size, inverse_dynamics_loss, nature_conv, orthogonal_init,
 )
 from wanderlust.novelty.support import (
-    check_obs, check_obs_spec, check_positive, check_step, cpu_copy, load_optimizer_state, minibatches,
-    optimizer_state,
+    check_obs, check_obs_spec, check_positive, check_step, cpu_copy, load_optimizer_state, load_tensor,
+    minibatches, optimizer_state,
 )
 from wanderlust.runtime.normalize import RunningMeanStd
 
@@ -85,12 +90,15 @@ class EpisodicConfig:
     count_radius: float = 3.0
     """count reward: entries closer than this times the running mean nearest-neighbour distance count."""
     distance_decay: float = 0.99
-    """count reward: decay of the running mean of nearest-neighbour distances (an EMA follows the
+    """count and landmark rewards: decay of the running mean of the distance scale (an EMA follows the
     embedding as it trains)."""
+    landmark_radius: float = 5.0
+    """landmark reward: a frame is a new landmark when it is farther than this many mean one-step
+    embedding distances (between consecutive frames of an env) from every landmark of the episode."""
 
 
 EMBEDDING_LOSSES = ("inverse", "temporal")
-REWARD_KINDS = ("kernel", "count")
+REWARD_KINDS = ("kernel", "count", "landmark")
 
 
 def squared_distances(query: torch.Tensor, memory: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -114,6 +122,12 @@ def episodic_count_reward(distances: torch.Tensor, radius: torch.Tensor) -> torc
     empty slot) below ``radius`` (a scalar tensor)."""
     count = (distances < radius).sum(dim=1).to(torch.float32)
     return (1.0 + count).rsqrt()
+
+
+def landmark_reward(distances: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+    """float ``[N]``: 1 where every entry of ``distances [N, M]`` (``inf`` = empty slot) is at least
+    ``radius`` (a scalar tensor), i.e. the frame is a new landmark; else 0."""
+    return (distances.min(dim=1).values >= radius).to(torch.float32)
 
 
 def temporal_pairs(
@@ -183,7 +197,7 @@ class EpisodicNovelty:
         check_obs_spec(obs_spec)
         for field in ("embedding_dim", "capacity", "num_neighbors", "kernel_epsilon", "max_similarity",
                       "hidden_size", "learning_rate", "update_epochs", "minibatch_size", "temporal_window",
-                      "temperature", "count_radius"):
+                      "temperature", "count_radius", "landmark_radius"):
             check_positive(getattr(config, field), f"episodic.{field}")
         if config.embedding_loss not in EMBEDDING_LOSSES:
             raise ValueError(f"episodic.embedding_loss must be one of {', '.join(EMBEDDING_LOSSES)}, "
@@ -217,6 +231,10 @@ class EpisodicNovelty:
         with each call's distances before they are normalised."""
         self.nearest_mean = torch.zeros((), dtype=torch.float64)
         """count reward: EMA of nearest-neighbour distances (0 = no distance seen yet)."""
+        self.step_mean = torch.zeros((), dtype=torch.float64)
+        """landmark reward: EMA of the distance between consecutive embeddings of an env (0 = none seen)."""
+        self.previous = torch.zeros((num_envs, config.embedding_dim), device=self.device)
+        """landmark reward: [N] each env's embedding of its latest frame."""
 
     @property
     def memory(self) -> torch.Tensor:
@@ -244,12 +262,16 @@ class EpisodicNovelty:
         memory = self.episode_memory
         with torch.no_grad():
             new_embedding = self.embed(next_obs)  # [N, D]
+            starting = memory.counts == 0
             memory.fill_empty(obs, self.embed)  # first step of an episode: compare against the start frame
-            if self.config.reward_kind == "count":
-                novelty = self._count_reward(new_embedding)
+            if self.config.reward_kind == "landmark":
+                self.previous[starting] = memory.entries[starting, 0]
+                novelty = self._landmark_reward(new_embedding)
+                memory.push(new_embedding, where=novelty > 0)
             else:
-                novelty = self._kernel_reward(new_embedding)
-            memory.push(new_embedding)
+                novelty = self._count_reward(new_embedding) if self.config.reward_kind == "count" \
+                    else self._kernel_reward(new_embedding)
+                memory.push(new_embedding)
             memory.clear(ends)
         return novelty
 
@@ -276,6 +298,19 @@ class EpisodicNovelty:
             self.nearest_mean = batch_mean if self.nearest_mean <= 0 else decay * self.nearest_mean + (1 - decay) * batch_mean
         radius = (self.config.count_radius * self.nearest_mean).to(device=self.device, dtype=torch.float32)
         return episodic_count_reward(distances, radius)
+
+    def _landmark_reward(self, new_embedding: torch.Tensor) -> torch.Tensor:
+        """``[N]`` landmark reward of ``new_embedding [N, D]`` against each env's landmarks; updates the
+        mean one-step distance first (from each env's previous embedding) and remembers the new one."""
+        steps = (new_embedding - self.previous).norm(dim=1)
+        batch_mean = steps.to(torch.float64).mean().cpu()
+        decay = self.config.distance_decay
+        self.step_mean = batch_mean if self.step_mean <= 0 else decay * self.step_mean + (1 - decay) * batch_mean
+        self.previous = new_embedding.clone()
+        memory = self.episode_memory
+        distances = squared_distances(new_embedding, memory.entries, memory.counts).sqrt()  # [N, M]
+        radius = (self.config.landmark_radius * self.step_mean).to(device=self.device, dtype=torch.float32)
+        return landmark_reward(distances, radius)
 
     def update(self, batch: NoveltyBatch) -> dict[str, float]:
         """Train the embedding on the rollout: inverse dynamics, or the temporal contrastive loss."""
@@ -318,7 +353,11 @@ class EpisodicNovelty:
             loss.backward()
             self.optimizer.step()
             losses.append(loss.detach())
-        metrics = {"novelty/episodic_nearest_mean": float(self.nearest_mean)} if config.reward_kind == "count" else {}
+        metrics = {}
+        if config.reward_kind == "count":
+            metrics["novelty/episodic_nearest_mean"] = float(self.nearest_mean)
+        elif config.reward_kind == "landmark":
+            metrics["novelty/episodic_step_mean"] = float(self.step_mean)
         if losses:
             metrics["novelty/episodic_temporal_loss"] = float(torch.stack(losses).mean())
         return metrics
@@ -336,6 +375,8 @@ class EpisodicNovelty:
             "memory": self.episode_memory.state_dict(),
             "distance_stats": self.distance_stats.state_dict(),
             "nearest_mean": self.nearest_mean.clone(),
+            "step_mean": self.step_mean.clone(),
+            "previous": cpu_copy(self.previous),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -344,3 +385,6 @@ class EpisodicNovelty:
         self.episode_memory.load_state_dict(state["memory"])
         self.distance_stats.load_state_dict(state["distance_stats"])
         self.nearest_mean = torch.as_tensor(state.get("nearest_mean", 0.0), dtype=torch.float64).clone()
+        self.step_mean = torch.as_tensor(state.get("step_mean", 0.0), dtype=torch.float64).clone()
+        if "previous" in state:
+            self.previous = load_tensor(state["previous"], self.previous)

@@ -66,11 +66,15 @@ class PerEnvMemory:
             self.entries[empty, 0] = encode(start.to(self.device)[empty]).to(self.entries.dtype)
             self.counts[empty] = 1
 
-    def push(self, entries: torch.Tensor) -> None:
-        """Append one entry per env: ``entries [N, *E]`` go to slots ``counts % K``; counts grow by 1."""
+    def push(self, entries: torch.Tensor, where: torch.Tensor | None = None) -> None:
+        """Append one entry per env: ``entries [N, *E]`` go to slots ``counts % K``; counts grow by 1.
+        With bool ``where [N]``, only the envs where it is True append (the others keep their memory)."""
         envs = torch.arange(self.num_envs, device=self.device)
-        self.entries[envs, self.counts % self.capacity] = entries.to(self.entries.dtype)
-        self.counts += 1
+        if where is not None:
+            envs = envs[where.to(self.device)]
+            entries = entries[where.to(entries.device)]
+        self.entries[envs, self.counts[envs] % self.capacity] = entries.to(self.entries.dtype)
+        self.counts[envs] += 1
 
     def clear(self, envs: torch.Tensor) -> None:
         """Empty the memories of the envs where bool ``envs [N]`` is True (their episode ended)."""
