@@ -38,6 +38,7 @@ def test_novelty_alignment_sums_rewards_per_behaviour():
     config = TrainConfig()
     config.env.num_envs = 1
     config.env.max_episode_steps = 40
+    config.novelty.episodic.reward_kind = "count"  # pays something for every frame, untrained or not
     spin, spin_coverage = novelty_alignment.episode_rewards(config, ["pixel", "episodic"], "spin", 100, 40)
     walk, walk_coverage = novelty_alignment.episode_rewards(config, ["pixel", "episodic"], "walk", 100, 40)
     assert spin_coverage == 1 / 81  # turning on the spot never leaves the start cell
@@ -50,7 +51,7 @@ def test_novelty_alignment_sums_rewards_per_behaviour():
 def test_novelty_alignment_scores_with_the_trained_module_of_a_run(tmp_path):
     import novelty_alignment
 
-    config = tiny_config(novelty_name="episodic")
+    config = tiny_config(novelty_name="episodic", novelty__episodic__landmark_radius=0.5)
     exploration.train_and_evaluate("episodic", 64, episodes=1, seed=1, episode_steps=10, config=config, keep_in=tmp_path)
     run_config, trained = novelty_alignment.trained_run(tmp_path / "episodic-seed1")
     assert run_config.novelty_name == "episodic" and run_config.env.maze_size == 5

@@ -34,13 +34,19 @@ def test_parse_vm_rss_rejects_missing_or_odd_lines(text):
 
 
 def test_rss_of_this_process_is_plausible_and_grows_with_a_big_allocation():
+    import mmap
+
     before = _common.rss_mib()
-    block = bytearray(64 * 1024 * 1024)
-    block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page so it is resident
-    after = _common.rss_mib()
+    # a fresh anonymous mapping: malloc could hand back heap pages that are resident already
+    block = mmap.mmap(-1, 64 * 1024 * 1024)
+    try:
+        for offset in range(0, len(block), mmap.PAGESIZE):
+            block[offset] = 1  # touch every page so it is resident
+        after = _common.rss_mib()
+    finally:
+        block.close()
     assert 1.0 < before < 100_000.0
     assert after - before > 48.0
-    del block
 
 
 def test_value_at_fraction_picks_first_point_at_or_past_the_fraction():

@@ -25,6 +25,9 @@ def small_config() -> NoveltyConfig:
     config = NoveltyConfig()
     config.rnd.minibatch_size = config.icm.minibatch_size = config.episodic.minibatch_size = 4
     config.rnd.update_epochs = 1
+    # i.i.d. random frames are all equally far apart, which the default radius (3 mean steps) never
+    # counts as a new landmark (tests/test_novelty_episodic_temporal.py); half a mean step always does
+    config.episodic.landmark_radius = 0.5
     return config
 
 

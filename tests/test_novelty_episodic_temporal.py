@@ -60,6 +60,18 @@ def test_landmark_reward_pays_once_per_place_and_keeps_only_landmarks():
     assert float(other.step_mean) == float(module.step_mean) and torch.equal(other.previous, module.previous)
 
 
+def test_default_landmark_reward_pays_nothing_for_noise():
+    # a screen of fresh noise every step changes as much from one step to the next as from any
+    # earlier frame, so nothing is ever 3 mean steps from the memory: a noisy TV earns nothing
+    module = make(2)
+    assert module.config.reward_kind == "landmark" and module.config.landmark_radius == 3.0
+    frames = torch.randint(0, 256, (30, 2, *SPEC.shape), generator=torch.Generator().manual_seed(5), dtype=torch.uint8)
+    no_end, actions = torch.tensor([False, False]), torch.zeros(2, dtype=torch.int64)
+    paid = sum(float(module.reward(frames[t], frames[t + 1], actions, no_end).sum()) for t in range(29))
+    assert paid == 0.0 and module.counts.tolist() == [1, 1]  # only the start frames are landmarks
+    assert float(module.step_mean) > 0
+
+
 def test_temporal_pairs_stay_inside_one_episode_and_window():
     T, N = 40, 3
     ends = torch.zeros(T, N, dtype=torch.bool)

@@ -302,7 +302,8 @@ def test_ppo_uses_the_actors_log_probs_and_every_policy_weight_gets_a_gradient(t
 
 @pytest.mark.parametrize("novelty", ["pixel", "rnd", "icm", "episodic", "none"])
 def test_every_novelty_module_trains_on_actor_rollouts_across_episode_ends(tmp_path, tiny, novelty):
-    config = _config(tiny, novelty_name=novelty, total_steps=32, env__max_episode_steps=20)
+    config = _config(tiny, novelty_name=novelty, total_steps=32, env__max_episode_steps=20,
+                     novelty__episodic__landmark_radius=0.5)  # untrained, 32 steps: pay for some landmarks
     env = _live_env(config)
     result = train_realtime(config, env, tmp_path, show_progress=False)
     assert (result.global_step, result.updates, result.actor_steps) == (32, 1, 32)

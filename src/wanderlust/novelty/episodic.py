@@ -85,14 +85,15 @@ class EpisodicConfig:
     """temporal loss: frames at most this many steps apart (same env and episode) are positives."""
     temperature: float = 0.1
     """temporal loss: InfoNCE temperature on cosine similarities."""
-    reward_kind: str = "count"
-    """kernel (NGU's k-NN inverse kernel) or count (episodic pseudo-count within a radius)."""
+    reward_kind: str = "landmark"
+    """kernel (NGU's k-NN inverse kernel), count (episodic pseudo-count within a radius) or landmark
+    (Episodic Curiosity's landmark memory, binary reward)."""
     count_radius: float = 3.0
     """count reward: entries closer than this times the running mean nearest-neighbour distance count."""
     distance_decay: float = 0.99
     """count and landmark rewards: decay of the running mean of the distance scale (an EMA follows the
     embedding as it trains)."""
-    landmark_radius: float = 5.0
+    landmark_radius: float = 3.0
     """landmark reward: a frame is a new landmark when it is farther than this many mean one-step
     embedding distances (between consecutive frames of an env) from every landmark of the episode."""
 
