@@ -9,10 +9,16 @@ play the same seeds through the same action space.
     python benchmarks/exploration.py --quick    # 30k steps per method
     python benchmarks/exploration.py --methods episodic,rnd --steps 100000
     python benchmarks/exploration.py --methods rnd --layout-seed 10000   # one fixed maze, trained and evaluated
+    python benchmarks/exploration.py --seed 2 --json s2.json   # one seed; then, over all the seeds' files:
+    python benchmarks/exploration.py --summarize s1.json s2.json s3.json
 
 ``--layout-seed N`` keeps the maze made from seed ``N`` for every training and evaluation episode
 (the evaluation episodes then differ only in their start): a test of lifelong novelty (RND, ICM),
 which has nothing to remember across episodes when every episode brings a new maze.
+
+``--summarize FILE ...`` trains nothing: it reads ``--json`` files of runs with different seeds and
+prints each method's mean coverage over them, its worst and best run, and how many runs reached
+twice random's coverage.
 """
 
 from __future__ import annotations
@@ -66,7 +72,8 @@ def train_and_evaluate(
     config.env.max_episode_steps = episode_steps
     result = run_episodes(config, agent, episodes, seed=EVAL_SEED)
     coverages = [e.coverage for e in result.episodes]
-    return {"method": method, "train_steps": trained.global_step, "train_seconds": seconds, "coverages": coverages}
+    return {"method": method, "seed": seed, "train_steps": trained.global_step, "train_seconds": seconds,
+            "coverages": coverages}
 
 
 def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False, layout_seed: int | None = None) -> dict:
@@ -76,6 +83,26 @@ def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = Fals
     coverages = [run_explorer(name, episode_steps, seed=EVAL_SEED + i, env_kwargs=env_kwargs)["coverage"]
                  for i in range(episodes)]
     return {"method": name, "train_steps": 0, "train_seconds": 0.0, "coverages": coverages}
+
+
+def summarize(runs: list[list[dict]]) -> list[list[str]]:
+    """Table rows over several ``--json`` results (one list of method results per run, each with
+    its own random baseline): per method, the number of runs, the mean of the runs' mean coverages,
+    the worst and best run, their mean ratio to random (each run against its own random row) and
+    how many runs covered at least twice what random covered. Methods keep their first-seen order."""
+    per_method: dict[str, list[tuple[float, float]]] = {}
+    for results in runs:
+        by_name = {r["method"]: float(np.mean(r["coverages"])) for r in results}
+        if "random" not in by_name:
+            raise ValueError("a --summarize file has no random row; give the files that exploration.py --json wrote")
+        for name, mean in by_name.items():
+            per_method.setdefault(name, []).append((mean, mean / by_name["random"]))
+    rows = []
+    for name, values in per_method.items():
+        means, ratios = np.array([m for m, _ in values]), np.array([r for _, r in values])
+        rows.append([name, str(len(values)), f"{means.mean():.1%}", f"{means.min():.1%}", f"{means.max():.1%}",
+                     f"{ratios.mean():.2f}x", f"{int((ratios >= 2.0).sum())}/{len(values)}"])
+    return rows
 
 
 def main() -> None:
@@ -94,7 +121,19 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--keep-runs", type=Path, metavar="DIR",
                         help="keep each trained run folder (metrics, TensorBoard, checkpoint) under DIR")
+    parser.add_argument("--summarize", type=Path, nargs="+", metavar="JSON",
+                        help="train nothing: summarize the --json files of several runs (seeds)")
     args = parser.parse_args()
+    if args.summarize:
+        try:
+            runs = [json.loads(path.read_text()) for path in args.summarize]
+            rows = summarize(runs)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            parser.error(f"cannot summarize: {error}")
+        print(f"\nmean over {len(runs)} runs ({', '.join(str(p) for p in args.summarize)})\n")
+        print(markdown_table(["method", "runs", "mean coverage", "worst run", "best run", "vs random",
+                              "runs >= 2x random"], rows))
+        return
     steps = 30_000 if args.quick else args.steps
     set_torch_threads(args.threads)
 

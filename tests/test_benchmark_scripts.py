@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import tiny_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -20,6 +22,18 @@ def test_exploration_trains_evaluates_and_compares_with_baselines():
     oracle = exploration.baseline("oracle", 2, 200)
     random = exploration.baseline("random", 2, 200)
     assert min(oracle["coverages"]) > max(random["coverages"])
+
+
+def test_exploration_summarize_pools_runs_by_hand():
+    def run(random, episodic):
+        return [{"method": "random", "coverages": random}, {"method": "episodic", "coverages": episodic}]
+
+    # run 1: random 0.1, episodic 0.3 (3x); run 2: random 0.2, episodic 0.3 (1.5x)
+    rows = exploration.summarize([run([0.1, 0.1], [0.2, 0.4]), run([0.2, 0.2], [0.3, 0.3])])
+    assert rows == [["random", "2", "15.0%", "10.0%", "20.0%", "1.00x", "0/2"],
+                    ["episodic", "2", "30.0%", "30.0%", "30.0%", "2.25x", "1/2"]]
+    with pytest.raises(ValueError, match="no random row"):
+        exploration.summarize([[{"method": "episodic", "coverages": [0.5]}]])
 
 
 def test_exploration_keeps_the_run_folder_when_asked(tmp_path):
