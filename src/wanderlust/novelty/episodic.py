@@ -9,7 +9,8 @@ action led from ``x_t`` to ``x_t+1``?), so it keeps the controllable part of the
 
 A first-person game shows why that is not enough: turning the camera is controllable, so frames of
 one place seen from new angles look novel and the agent can earn as much by looking around as by
-exploring (``benchmarks/novelty_alignment.py`` measures it). Two options address this:
+exploring (``benchmarks/novelty_alignment.py`` measures it). Three options address this (the
+defaults are ``temporal`` and ``landmark``):
 
 - ``embedding_loss="temporal"``: the embedding is trained with a temporal contrastive (InfoNCE)
   loss instead: frames at most ``temporal_window`` steps apart in one env's episode are pulled
@@ -186,7 +187,8 @@ def episodic_novelty(
 
 
 class EpisodicNovelty:
-    """Per-env episodic memory of inverse-dynamics embeddings; reward from k-NN similarity."""
+    """Per-env episodic memory of frame embeddings; reward from k-NN similarity, a pseudo-count or new
+    landmarks (``reward_kind``)."""
 
     name = "episodic"
     sequential = True
@@ -235,7 +237,7 @@ class EpisodicNovelty:
         self.step_mean = torch.zeros((), dtype=torch.float64)
         """landmark reward: EMA of the distance between consecutive embeddings of an env (0 = none seen)."""
         self.previous = torch.zeros((num_envs, config.embedding_dim), device=self.device)
-        """landmark reward: [N] each env's embedding of its latest frame."""
+        """landmark reward: [N, D] each env's embedding of its latest frame."""
 
     @property
     def memory(self) -> torch.Tensor:
