@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import gymnasium
 import pytest
+import torch
 
 from tests.conftest import tiny_config
 
@@ -126,3 +128,23 @@ def test_exploration_baselines_play_the_fixed_maze_when_given_a_layout_seed():
     assert fixed == [run_explorer("oracle", 60, seed=exploration.EVAL_SEED + i, env_kwargs=kwargs)["coverage"]
                      for i in range(2)]
     assert fixed != exploration.baseline("oracle", 2, 60)["coverages"]  # other mazes than the unseen ones
+
+
+def test_dead_units_finds_a_killed_layer_and_a_constant_encoder():
+    import dead_units
+    from wanderlust.agent.actor_critic import build_agent
+
+    config = tiny_config(novelty_name="episodic")
+    obs = dead_units.random_frames(config.env, 12, seed=0)
+    torch.manual_seed(0)
+    agent = build_agent(config, tuple(obs.shape[1:]), gymnasium.spaces.Box(-1.0, 1.0, (4,)))
+    alive, spread = dead_units.alive_fractions(agent, obs)
+    assert len(alive) >= 2 and all(0.2 < fraction <= 1.0 for fraction in alive.values())  # fresh: most fire
+    assert spread["features"] > 0 and spread["value_int"] > 0
+    first = next(m for m in agent.encoder.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)))
+    with torch.no_grad():
+        first.bias.fill_(-1e6)  # every unit of the first layer is negative for every frame: dead
+    alive, spread = dead_units.alive_fractions(agent, obs)
+    assert list(alive.values())[0] == 0.0
+    assert spread["features"] == 0.0 and spread["policy head"] == 0.0  # the encoder sees nothing any more
+    assert not any(h for m in agent.encoder.modules() for h in m._forward_hooks.values())  # hooks removed
