@@ -16,6 +16,10 @@ play the same seeds through the same action space.
 (the evaluation episodes then differ only in their start): a test of lifelong novelty (RND, ICM),
 which has nothing to remember across episodes when every episode brings a new maze.
 
+``--evaluate RUN_DIR`` trains nothing either: it evaluates the latest checkpoint of a run that was
+stopped early (its method, seed and steps from the run folder), next to random and the oracle, so a
+stopped run can join ``--summarize`` with its own ``--json``.
+
 ``--summarize FILE ...`` trains nothing: it reads ``--json`` files of runs with different seeds and
 prints each method's mean coverage over them, its worst and best run, and how many runs reached
 twice random's coverage.
@@ -37,6 +41,7 @@ from _common import markdown_table, set_torch_threads
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
 from wanderlust.envs.maze import run_explorer
+from wanderlust.runtime.checkpoint import load_checkpoint
 from wanderlust.runtime.config import TrainConfig, apply_overrides, make_preset
 from wanderlust.runtime.rundir import save_config
 
@@ -69,11 +74,22 @@ def train_and_evaluate(
             raise KeyboardInterrupt(f"{method} interrupted after {trained.global_step:,} steps")
         seconds = time.perf_counter() - started
         config, agent = load_policy(Path(tmp))
-    config.env.max_episode_steps = episode_steps
-    result = run_episodes(config, agent, episodes, seed=EVAL_SEED)
-    coverages = [e.coverage for e in result.episodes]
     return {"method": method, "seed": seed, "train_steps": trained.global_step, "train_seconds": seconds,
-            "coverages": coverages}
+            "coverages": evaluate_policy(config, agent, episodes, episode_steps)}
+
+
+def evaluate_policy(config: TrainConfig, agent, episodes: int, episode_steps: int) -> list[float]:
+    """Coverage of ``agent`` (sampled actions) in ``episodes`` evaluation mazes (seeds EVAL_SEED, ...)."""
+    config.env.max_episode_steps = episode_steps
+    return [e.coverage for e in run_episodes(config, agent, episodes, seed=EVAL_SEED).episodes]
+
+
+def evaluate_run(run_dir: Path, episodes: int, episode_steps: int) -> dict:
+    """The result row of a kept run folder's latest checkpoint (a run stopped before its budget)."""
+    config, agent = load_policy(run_dir)
+    steps = int(load_checkpoint(run_dir / "checkpoints")["global_step"])
+    return {"method": config.novelty_name, "seed": config.seed, "train_steps": steps, "train_seconds": float("nan"),
+            "coverages": evaluate_policy(config, agent, episodes, episode_steps)}
 
 
 def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False, layout_seed: int | None = None) -> dict:
@@ -121,6 +137,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--keep-runs", type=Path, metavar="DIR",
                         help="keep each trained run folder (metrics, TensorBoard, checkpoint) under DIR")
+    parser.add_argument("--evaluate", type=Path, metavar="RUN_DIR",
+                        help="train nothing: evaluate this run folder's latest checkpoint (a stopped run; "
+                             "give the --env-id and --layout-seed it trained with, for the baselines)")
     parser.add_argument("--summarize", type=Path, nargs="+", metavar="JSON",
                         help="train nothing: summarize the --json files of several runs (seeds)")
     args = parser.parse_args()
@@ -139,7 +158,11 @@ def main() -> None:
 
     discrete = "Discrete" in args.env_id
     results = [baseline("random", args.episodes, args.episode_steps, discrete, args.layout_seed)]
-    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+    if args.evaluate is not None:
+        results.append(evaluate_run(args.evaluate, args.episodes, args.episode_steps))
+        print(f"  {args.evaluate}: {results[-1]['method']}, seed {results[-1]['seed']}, "
+              f"stopped at {results[-1]['train_steps']:,} steps", flush=True)
+    for method in [m.strip() for m in args.methods.split(",") if m.strip()] if args.evaluate is None else []:
         config = make_preset("default")  # what `wanderlust train` starts from
         config.env.env_id = args.env_id
         config.env.maze_layout_seed = args.layout_seed

@@ -45,6 +45,9 @@ def test_exploration_keeps_the_run_folder_when_asked(tmp_path):
     kept = tmp_path / "episodic-seed3"
     assert (kept / "config.json").is_file() and (kept / "metrics.jsonl").stat().st_size > 0
     assert any(kept.rglob("*.safetensors"))  # the final checkpoint is there to load again
+    again = exploration.evaluate_run(kept, episodes=2, episode_steps=10)  # what --evaluate prints
+    assert (again["method"], again["seed"], again["train_steps"]) == ("episodic", 3, 32)
+    assert len(again["coverages"]) == 2 and all(0 < c <= 1 for c in again["coverages"])
 
 
 def test_novelty_alignment_sums_rewards_per_behaviour():
