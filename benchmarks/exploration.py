@@ -162,7 +162,8 @@ def main() -> None:
         results.append(evaluate_run(args.evaluate, args.episodes, args.episode_steps))
         print(f"  {args.evaluate}: {results[-1]['method']}, seed {results[-1]['seed']}, "
               f"stopped at {results[-1]['train_steps']:,} steps", flush=True)
-    for method in [m.strip() for m in args.methods.split(",") if m.strip()] if args.evaluate is None else []:
+    methods = [] if args.evaluate is not None else [m.strip() for m in args.methods.split(",") if m.strip()]
+    for method in methods:
         config = make_preset("default")  # what `wanderlust train` starts from
         config.env.env_id = args.env_id
         config.env.maze_layout_seed = args.layout_seed
