@@ -126,6 +126,12 @@ def episodic_count_reward(distances: torch.Tensor, radius: torch.Tensor) -> torc
     return (1.0 + count).rsqrt()
 
 
+def follow_scale(scale: torch.Tensor, batch_mean: torch.Tensor, decay: float) -> torch.Tensor:
+    """EMA of a distance scale: ``batch_mean`` when none was seen yet (``scale <= 0``), else
+    ``decay * scale + (1 - decay) * batch_mean``."""
+    return batch_mean if scale <= 0 else decay * scale + (1 - decay) * batch_mean
+
+
 def landmark_reward(distances: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
     """float ``[N]``: 1 where every entry of ``distances [N, M]`` (``inf`` = empty slot) is at least
     ``radius`` (a scalar tensor), i.e. the frame is a new landmark; else 0."""
@@ -296,9 +302,8 @@ class EpisodicNovelty:
         nearest = distances.min(dim=1).values
         nearest = nearest[torch.isfinite(nearest)]
         if nearest.numel() > 0:
-            batch_mean = nearest.to(torch.float64).mean().cpu()
-            decay = self.config.distance_decay
-            self.nearest_mean = batch_mean if self.nearest_mean <= 0 else decay * self.nearest_mean + (1 - decay) * batch_mean
+            self.nearest_mean = follow_scale(self.nearest_mean, nearest.to(torch.float64).mean().cpu(),
+                                             self.config.distance_decay)
         radius = (self.config.count_radius * self.nearest_mean).to(device=self.device, dtype=torch.float32)
         return episodic_count_reward(distances, radius)
 
@@ -306,9 +311,7 @@ class EpisodicNovelty:
         """``[N]`` landmark reward of ``new_embedding [N, D]`` against each env's landmarks; updates the
         mean one-step distance first (from each env's previous embedding) and remembers the new one."""
         steps = (new_embedding - self.previous).norm(dim=1)
-        batch_mean = steps.to(torch.float64).mean().cpu()
-        decay = self.config.distance_decay
-        self.step_mean = batch_mean if self.step_mean <= 0 else decay * self.step_mean + (1 - decay) * batch_mean
+        self.step_mean = follow_scale(self.step_mean, steps.to(torch.float64).mean().cpu(), self.config.distance_decay)
         self.previous = new_embedding.clone()
         memory = self.episode_memory
         distances = squared_distances(new_embedding, memory.entries, memory.counts).sqrt()  # [N, M]
