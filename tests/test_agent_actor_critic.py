@@ -128,6 +128,9 @@ def test_build_agent_follows_the_config() -> None:
     assert build_agent(config, OBS_SHAPE, spaces.Discrete(3)).actor.out_features == 3  # bins only for Box
     config.action_bins = 0
     assert build_agent(config, OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,))).log_std.shape == (4,)
+    assert not build_agent(config, OBS_SHAPE, spaces.Discrete(3)).encoder.center
+    config.center_pixels = True
+    assert build_agent(config, OBS_SHAPE, spaces.Discrete(3)).encoder.center
 
 
 @pytest.mark.parametrize("bins", [1, -2, 2.5, True])

@@ -94,3 +94,38 @@ def test_bad_obs_shape_and_wrong_input_are_rejected() -> None:
     encoder = make_encoder("seed", (3, 16, 16))
     with pytest.raises(ValueError, match=r"\[B, 3, 16, 16\]"):
         encoder(torch.zeros(2, 16, 16, 3, dtype=torch.uint8))
+
+
+@pytest.mark.parametrize("name", ENCODER_NAMES)
+def test_centered_encoder_feeds_x_over_255_minus_half(name: str) -> None:
+    torch.manual_seed(0)
+    centered = make_encoder(name, (3, 40, 48), center=True)
+    plain = make_encoder(name, (3, 40, 48))
+    plain.load_state_dict(centered.state_dict())  # same weights: centring adds no parameter
+    obs = torch.randint(0, 256, (2, 3, 40, 48), dtype=torch.uint8)
+    torch.testing.assert_close(centered(obs), plain.head(plain.trunk(obs.to(torch.float32) / 255.0 - 0.5)))
+    if name != "nature":
+        return  # the other presets pad their first conv with zeros, so the bias identity below fails at the edges
+    # Centring is the same as lowering each first-layer bias by 0.5 * (sum of its weights).
+    first = plain.trunk[0]
+    with torch.no_grad():
+        first.bias -= 0.5 * first.weight.sum(dim=(1, 2, 3))
+    torch.testing.assert_close(centered(obs), plain(obs), rtol=1e-4, atol=1e-5)
+
+
+def test_centering_keeps_a_negative_filter_alive() -> None:
+    # A first-layer filter whose weights all turned negative never fires on [0, 1] inputs (a dead
+    # ReLU), but on centred inputs it fires wherever the frame is dark.
+    torch.manual_seed(0)
+    obs = torch.randint(0, 256, (4, 3, 40, 48), dtype=torch.uint8)
+    fired = {}
+    for center in (False, True):
+        encoder = make_encoder("nature", (3, 40, 48), center=center)
+        with torch.no_grad():
+            encoder.trunk[0].weight[0] = -encoder.trunk[0].weight[0].abs()
+            encoder.trunk[0].bias[0] = 0.0
+        seen = []
+        encoder.trunk[1].register_forward_hook(lambda module, args, out: seen.append(out[:, 0].clone()))
+        encoder(obs)
+        fired[center] = bool((seen[0] > 0).any())
+    assert fired == {False: False, True: True}

@@ -105,11 +105,17 @@ class ActorCritic(nn.Module):
     ``encoder`` is a preset name from :data:`wanderlust.agent.encoders.ENCODER_NAMES` for images;
     1-D observations use the ``mlp`` encoder whatever ``encoder`` says. ``action_bins``: for Box
     actions, 0 is the squashed Gaussian and ``K >= 2`` the binned categorical; ignored for Discrete.
+    ``center_pixels``: the pixel encoder feeds its first layer ``x / 255 - 0.5`` (see encoders).
     Inputs are uint8 (or float in [0, 255]) frames, or float vectors, on the module's device.
     """
 
     def __init__(
-        self, obs_shape: tuple[int, ...], action_space: spaces.Space, encoder: str = "nature", action_bins: int = 0
+        self,
+        obs_shape: tuple[int, ...],
+        action_space: spaces.Space,
+        encoder: str = "nature",
+        action_bins: int = 0,
+        center_pixels: bool = False,
     ) -> None:
         super().__init__()
         check_action_space(action_space)
@@ -117,7 +123,9 @@ class ActorCritic(nn.Module):
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.action_space = action_space
         self.is_discrete = isinstance(action_space, spaces.Discrete)
-        self.encoder = make_encoder(MLP_ENCODER if len(self.obs_shape) == 1 else encoder, self.obs_shape)
+        self.encoder = make_encoder(
+            MLP_ENCODER if len(self.obs_shape) == 1 else encoder, self.obs_shape, center=center_pixels
+        )
         features = self.encoder.output_dim
         if self.is_discrete:
             self.action_dim = int(action_space.n)
@@ -190,5 +198,8 @@ class ActorCritic(nn.Module):
 
 
 def build_agent(config: TrainConfig, obs_shape: tuple[int, ...], action_space: spaces.Space) -> ActorCritic:
-    """The actor-critic that ``config`` describes (encoder, action bins) for these spaces, on the CPU."""
-    return ActorCritic(obs_shape, action_space, encoder=config.encoder, action_bins=config.action_bins)
+    """The actor-critic that ``config`` describes (encoder, action bins, centring) for these spaces, on the CPU."""
+    return ActorCritic(
+        obs_shape, action_space, encoder=config.encoder, action_bins=config.action_bins,
+        center_pixels=config.center_pixels,
+    )

@@ -11,7 +11,9 @@ Three pixel presets, chosen by name with :func:`make_encoder`:
   Needs frames of at least 8x8.
 
 Every pixel encoder takes uint8 or float observations with values in [0, 255] and divides by 255
-itself, so callers pass the frames exactly as the env produced them.
+itself, so callers pass the frames exactly as the env produced them. With ``center=True`` it also
+subtracts 0.5, so the first layer sees values in [-0.5, 0.5]: a first-layer filter then gets inputs
+of both signs, and a drift of its weights cannot switch its ReLU off on every frame at once.
 
 - ``mlp``: for vector observations ``[B, D]`` (CartPole, Pendulum, ...): linear 64 + tanh, linear
   64 + tanh, as CleanRL's ``ppo.py``. The values are used as the env gives them (no scaling).
@@ -64,10 +66,13 @@ class PixelEncoder(nn.Module):
     ``output_dim`` is the feature size; ``obs_shape`` is the ``(C, H, W)`` it was built for.
     """
 
-    def __init__(self, name: str, obs_shape: tuple[int, int, int], trunk: nn.Module, hidden: int) -> None:
+    def __init__(
+        self, name: str, obs_shape: tuple[int, int, int], trunk: nn.Module, hidden: int, center: bool = False
+    ) -> None:
         super().__init__()
         self.name = name
         self.obs_shape = obs_shape
+        self.center = bool(center)
         self.trunk = trunk
         with torch.no_grad():
             flat_dim = int(trunk(torch.zeros(1, *obs_shape)).flatten(1).shape[1])
@@ -82,7 +87,8 @@ class PixelEncoder(nn.Module):
                 f"{self.name} encoder expects observations [B, {', '.join(map(str, self.obs_shape))}], "
                 f"got {list(obs.shape)}; pass a batch of frames shaped like the env's observation space"
             )
-        return self.head(self.trunk(scale_obs(obs)))
+        x = scale_obs(obs)
+        return self.head(self.trunk(x - 0.5 if self.center else x))
 
 
 class MLPEncoder(nn.Module):
@@ -151,9 +157,10 @@ def _seed_trunk(channels: int) -> nn.Module:
     )
 
 
-def make_encoder(name: str, obs_shape: tuple[int, ...]) -> PixelEncoder | MLPEncoder:
+def make_encoder(name: str, obs_shape: tuple[int, ...], center: bool = False) -> PixelEncoder | MLPEncoder:
     """Build the encoder ``name`` (one of :data:`ALL_ENCODER_NAMES`): a pixel preset for frames
-    ``(C, H, W)`` or ``mlp`` for vectors ``(D,)``.
+    ``(C, H, W)`` or ``mlp`` for vectors ``(D,)``. ``center``: pixel encoders feed the first layer
+    ``x / 255 - 0.5`` instead of ``x / 255`` (ignored by ``mlp``).
 
     >>> enc = make_encoder("nature", (4, 84, 84))
     >>> enc(torch.zeros(2, 4, 84, 84, dtype=torch.uint8)).shape
@@ -184,7 +191,7 @@ def make_encoder(name: str, obs_shape: tuple[int, ...]) -> PixelEncoder | MLPEnc
             "resize the observations larger or use the 'impala' encoder"
         )
     if name == "nature":
-        return PixelEncoder(name, obs_shape, _nature_trunk(channels), hidden=512)
+        return PixelEncoder(name, obs_shape, _nature_trunk(channels), hidden=512, center=center)
     if name == "impala":
-        return PixelEncoder(name, obs_shape, _impala_trunk(channels), hidden=256)
-    return PixelEncoder(name, obs_shape, _seed_trunk(channels), hidden=128)
+        return PixelEncoder(name, obs_shape, _impala_trunk(channels), hidden=256, center=center)
+    return PixelEncoder(name, obs_shape, _seed_trunk(channels), hidden=128, center=center)

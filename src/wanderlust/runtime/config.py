@@ -101,6 +101,8 @@ class TrainConfig:
     """Divide intrinsic rewards by the running std of their discounted return (as RND)."""
     encoder: str = "nature"
     """Policy encoder preset: nature, impala or seed."""
+    center_pixels: bool = False
+    """Feed the policy encoder's first layer x/255 - 0.5 instead of x/255 (keeps first-layer ReLUs alive)."""
     action_bins: int = 0
     """Box actions: 0 = squashed Gaussian; K >= 2 = K evenly spaced values per axis (factorised categorical)."""
     total_steps: int = 200_000
