@@ -20,6 +20,14 @@ def test_config_round_trips_through_a_dict():
     assert again.ppo.learning_rate == 1e-3 and again.env.max_episode_steps == 50
 
 
+def test_default_preset_centres_pixels_and_old_configs_do_not():
+    assert make_preset("default").center_pixels
+    assert not make_preset("rnd-atari").center_pixels  # published presets keep x / 255
+    saved = make_preset("default").to_dict()
+    del saved["center_pixels"]  # a run folder written before the field existed
+    assert not TrainConfig.from_dict(saved).center_pixels
+
+
 @pytest.mark.parametrize(
     "key, value, message",
     [

@@ -102,7 +102,9 @@ class TrainConfig:
     encoder: str = "nature"
     """Policy encoder preset: nature, impala or seed."""
     center_pixels: bool = False
-    """Feed the policy encoder's first layer x/255 - 0.5 instead of x/255 (keeps first-layer ReLUs alive)."""
+    """Feed the policy encoder's first layer x/255 - 0.5 instead of x/255 (keeps first-layer ReLUs alive).
+    False here, so a run folder saved before this field existed loads as it trained; the ``default``
+    preset sets it True."""
     action_bins: int = 0
     """Box actions: 0 = squashed Gaussian; K >= 2 = K evenly spaced values per axis (factorised categorical)."""
     total_steps: int = 200_000
@@ -289,7 +291,8 @@ def _parse_like(current: Any, raw: str, name: str, text_field: bool = False, opt
 
 
 PRESETS: dict[str, str] = {
-    "default": "Defaults: the built-in maze, episodic novelty, Nature CNN, 8 envs x 128 steps, lr 1e-3, no entropy bonus.",
+    "default": "Defaults: the built-in maze, episodic novelty, Nature CNN on centred pixels, 8 envs x 128 steps, "
+               "lr 1e-3, no entropy bonus.",
     "quick": "A tiny run for smoke tests: 2 envs x 32 steps, 2 epochs, seed encoder.",
     **{preset.name: preset.summary for preset in BENCHMARK_PRESETS},
 }
@@ -310,6 +313,8 @@ def make_preset(name: str) -> TrainConfig:
     if name == "default":  # measured on the maze (docs/benchmarks.md); benchmark presets set their own
         config.ppo.learning_rate = 1e-3
         config.ppo.ent_coef = 0.0
+        # At lr 1e-3 most first-layer ReLUs die on x/255 inputs; centred inputs keep them alive.
+        config.center_pixels = True
     if name == "quick":
         config.env.num_envs = 2
         config.ppo.num_steps = 32
