@@ -9,12 +9,16 @@ play the same seeds through the same action space.
     python benchmarks/exploration.py --quick    # 30k steps per method
     python benchmarks/exploration.py --methods episodic,rnd --steps 100000
     python benchmarks/exploration.py --methods rnd --layout-seed 10000   # one fixed maze, trained and evaluated
+    python benchmarks/exploration.py --methods rnd --layout-seed 10000 --fixed-start   # ... and one start
     python benchmarks/exploration.py --seed 2 --json s2.json   # one seed; then, over all the seeds' files:
     python benchmarks/exploration.py --summarize s1.json s2.json s3.json
 
 ``--layout-seed N`` keeps the maze made from seed ``N`` for every training and evaluation episode
 (the evaluation episodes then differ only in their start): a test of lifelong novelty (RND, ICM),
 which has nothing to remember across episodes when every episode brings a new maze.
+``--fixed-start`` also starts every episode in the top-left cell; with ``--layout-seed`` that is the
+setting lifelong novelty was made for (one world, one start, as in Montezuma's Revenge): what the
+agent has already seen many times is near the start, what is new is far from it.
 
 ``--evaluate RUN_DIR`` trains nothing either: it evaluates the latest checkpoint of a run that was
 stopped early (its method, seed and steps from the run folder), next to random and the oracle, so a
@@ -92,10 +96,13 @@ def evaluate_run(run_dir: Path, episodes: int, episode_steps: int) -> dict:
             "coverages": evaluate_policy(config, agent, episodes, episode_steps)}
 
 
-def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False, layout_seed: int | None = None) -> dict:
+def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False, layout_seed: int | None = None,
+             fixed_start: bool = False) -> dict:
     env_kwargs = {"max_steps": episode_steps, "discrete": discrete}
     if layout_seed is not None:
         env_kwargs.update(fixed_layout=True, layout_seed=layout_seed)
+    if fixed_start:
+        env_kwargs["start_cell"] = (0, 0)
     coverages = [run_explorer(name, episode_steps, seed=EVAL_SEED + i, env_kwargs=env_kwargs)["coverage"]
                  for i in range(episodes)]
     return {"method": name, "train_steps": 0, "train_seconds": 0.0, "coverages": coverages}
@@ -134,6 +141,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for the trained agents, e.g. ppo.ent_coef=0")
     parser.add_argument("--layout-seed", type=int, help="one fixed maze (from this seed) for training and evaluation")
+    parser.add_argument("--fixed-start", action="store_true",
+                        help="start every episode (training and evaluation) in the top-left cell")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--keep-runs", type=Path, metavar="DIR",
                         help="keep each trained run folder (metrics, TensorBoard, checkpoint) under DIR")
@@ -157,7 +166,7 @@ def main() -> None:
     set_torch_threads(args.threads)
 
     discrete = "Discrete" in args.env_id
-    results = [baseline("random", args.episodes, args.episode_steps, discrete, args.layout_seed)]
+    results = [baseline("random", args.episodes, args.episode_steps, discrete, args.layout_seed, args.fixed_start)]
     if args.evaluate is not None:
         results.append(evaluate_run(args.evaluate, args.episodes, args.episode_steps))
         print(f"  {args.evaluate}: {results[-1]['method']}, seed {results[-1]['seed']}, "
@@ -167,12 +176,13 @@ def main() -> None:
         config = make_preset("default")  # what `wanderlust train` starts from
         config.env.env_id = args.env_id
         config.env.maze_layout_seed = args.layout_seed
+        config.env.maze_fixed_start = args.fixed_start
         apply_overrides(config, args.set)
         results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config,
                                           keep_in=args.keep_runs))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "
               f"after {results[-1]['train_steps']:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)
-    results.append(baseline("oracle", args.episodes, args.episode_steps, discrete, args.layout_seed))
+    results.append(baseline("oracle", args.episodes, args.episode_steps, discrete, args.layout_seed, args.fixed_start))
 
     random_mean = float(np.mean(results[0]["coverages"]))
     oracle_mean = float(np.mean(results[-1]["coverages"]))
@@ -184,7 +194,9 @@ def main() -> None:
             f"{mean / random_mean:.2f}x", f"{mean / oracle_mean:.0%}",
         ])
     mazes = (f"{args.episodes} unseen mazes" if args.layout_seed is None
-             else f"{args.episodes} starts in the training maze (layout seed {args.layout_seed})")
+             else f"{args.episodes} episodes in the training maze (layout seed {args.layout_seed})")
+    if args.fixed_start:
+        mazes += ", each starting in the top-left cell"
     print(f"\n{args.env_id}: coverage of the 9x9 maze in {args.episode_steps}-step episodes, {mazes} "
           f"(seeds {EVAL_SEED}..{EVAL_SEED + args.episodes - 1})\n")
     print(markdown_table(["method", "train steps", "train min", "coverage", "std", "vs random", "of oracle"], rows))

@@ -133,6 +133,16 @@ def test_exploration_baselines_play_the_fixed_maze_when_given_a_layout_seed():
     assert fixed != exploration.baseline("oracle", 2, 60)["coverages"]  # other mazes than the unseen ones
 
 
+def test_exploration_baselines_start_in_the_top_left_cell_with_fixed_start():
+    from wanderlust.envs.maze import run_explorer
+
+    fixed = exploration.baseline("random", 2, 40, layout_seed=3, fixed_start=True)["coverages"]
+    kwargs = {"max_steps": 40, "discrete": False, "fixed_layout": True, "layout_seed": 3, "start_cell": (0, 0)}
+    assert fixed == [run_explorer("random", 40, seed=exploration.EVAL_SEED + i, env_kwargs=kwargs)["coverage"]
+                     for i in range(2)]
+    assert fixed != exploration.baseline("random", 2, 40, layout_seed=3)["coverages"]
+
+
 def test_dead_units_finds_a_killed_layer_and_a_constant_encoder():
     import dead_units
     from wanderlust.agent.actor_critic import build_agent

@@ -99,6 +99,15 @@ def test_vector_env_uses_same_step_autoreset_with_final_observations():
     envs.close()
 
 
+def test_maze_fixed_start_starts_every_episode_in_the_top_left_cell():
+    env = make_env(EnvConfig(maze_size=5, maze_obs_size=32, maze_fixed_start=True))
+    assert [tuple(env.reset(seed=seed)[1]["cell"]) for seed in (1, 2, 3)] == [(0, 0)] * 3
+    env.close()
+    env = make_env(EnvConfig(maze_size=5, maze_obs_size=32))
+    assert len({tuple(env.reset(seed=seed)[1]["cell"]) for seed in range(6)}) > 1
+    env.close()
+
+
 def test_maze_layout_seed_keeps_one_maze_for_every_episode():
     def layouts(config: EnvConfig) -> list[np.ndarray]:
         env = make_env(config)

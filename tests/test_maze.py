@@ -65,6 +65,10 @@ def test_spaces():
         ({"max_steps": 0}, "max_steps"),
         ({"render_mode": "human"}, "render_mode"),
         ({"layout_seed": 3}, "fixed_layout"),
+        ({"start_cell": (0, 9)}, r"start_cell must be two ints in \[0, 9\)"),
+        ({"start_cell": (-1, 0)}, "start_cell"),
+        ({"start_cell": (0.5, 1)}, "start_cell"),
+        ({"start_cell": 3}, r"\(row, col\) pair"),
     ],
 )
 def test_bad_arguments(kwargs, message):
@@ -110,6 +114,20 @@ def test_new_seed_new_maze_same_seed_same_maze():
     assert same_maze(first, env.layout)
     env.reset()  # unseeded resets continue the generator: a fresh maze
     assert not same_maze(first, env.layout)
+
+
+def test_start_cell_fixes_the_start_but_not_the_heading():
+    env = MazeEnv(size=9, start_cell=(2, 7))
+    headings = set()
+    for seed in range(4):
+        _, info = env.reset(seed=seed)
+        assert tuple(info["cell"]) == (2, 7) and info["cells_visited"] == 1
+        assert env.pose[0] == 7.5 and env.pose[1] == 2.5
+        headings.add(round(float(env.pose[2]), 6))
+    assert len(headings) == 4  # the heading is still drawn per episode
+    free = MazeEnv(size=9)
+    starts = {tuple(free.reset(seed=seed)[1]["cell"]) for seed in range(8)}
+    assert len(starts) > 1  # without start_cell the start moves
 
 
 def test_fixed_layout():

@@ -175,6 +175,8 @@ def _make_registered(config: EnvConfig, render_mode: str | None) -> gym.Env:
     kwargs: dict = {"size": config.maze_size, "obs_size": config.maze_obs_size}
     if config.maze_layout_seed is not None:
         kwargs.update(fixed_layout=True, layout_seed=config.maze_layout_seed)
+    if config.maze_fixed_start:
+        kwargs["start_cell"] = (0, 0)
     if config.max_episode_steps is not None:
         kwargs["max_steps"] = config.max_episode_steps
     if render_mode is not None:

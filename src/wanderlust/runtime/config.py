@@ -73,6 +73,8 @@ class EnvConfig:
     """Rendered view size of the built-in maze (maze envs only)."""
     maze_layout_seed: int | None = None
     """Keep one maze, made from this seed, for every episode (maze envs only); None: a new maze each episode."""
+    maze_fixed_start: bool = False
+    """Start every episode in the top-left cell (maze envs only); False: a random cell each episode."""
     action_repeat: int | None = None
     """Frames per agent step (ALE and VizDoom ids only); None: 4 for Atari with preprocessing, else the env's own."""
     atari_preprocessing: bool = True

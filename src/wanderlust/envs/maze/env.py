@@ -85,6 +85,19 @@ def _check_obs_size(obs_size: int | tuple[int, int]) -> tuple[int, int]:
     return int(sides[0]), int(sides[1])
 
 
+def _check_start_cell(start_cell: Any, size: int) -> Cell:
+    """``(row, col)`` as ints, or ValueError unless it is a pair of ints inside a ``size x size`` maze."""
+    try:
+        row, col = start_cell
+    except (TypeError, ValueError):
+        raise ValueError(f"start_cell must be a (row, col) pair, got {start_cell!r}") from None
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (row, col)) or not (
+        0 <= row < size and 0 <= col < size
+    ):
+        raise ValueError(f"start_cell must be two ints in [0, {size}), got {start_cell!r}")
+    return int(row), int(col)
+
+
 class MazeEnv(gym.Env):
     """First-person maze: a perfect maze of ``size x size`` cells seen through a raycast camera.
 
@@ -112,7 +125,8 @@ class MazeEnv(gym.Env):
 
     Layout: a new maze from the env's ``np_random`` on every reset, unless
     ``fixed_layout=True`` (the maze from ``layout_seed``, or from the first reset, is kept).
-    The agent starts at a random cell centre with a random heading and level gaze.
+    The agent starts at a random cell centre (or at ``start_cell``) with a random heading and
+    level gaze.
 
     Args:
         discrete: use the 7-action discrete variant.
@@ -122,6 +136,7 @@ class MazeEnv(gym.Env):
         goal: place a goal pillar far from the start (+1 and terminate on reaching it).
         fixed_layout: keep one maze for all episodes.
         layout_seed: seed of the fixed maze (only with fixed_layout; None: first reset's).
+        start_cell: (row, col) where every episode starts; None: a random cell each episode.
         render_mode: None or "rgb_array" (``render()`` returns a top-down map).
         fov: horizontal field of view in degrees, in [30, 120].
     """
@@ -137,6 +152,7 @@ class MazeEnv(gym.Env):
         goal: bool = False,
         fixed_layout: bool = False,
         layout_seed: int | None = None,
+        start_cell: tuple[int, int] | None = None,
         render_mode: str | None = None,
         fov: float = 66.0,
     ) -> None:
@@ -150,6 +166,7 @@ class MazeEnv(gym.Env):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if layout_seed is not None and not fixed_layout:
             raise ValueError("layout_seed only applies with fixed_layout=True; set both")
+        self.start_cell = None if start_cell is None else _check_start_cell(start_cell, self.size)
         self.discrete = bool(discrete)
         self.max_steps = int(max_steps)
         self.goal = bool(goal)
@@ -242,7 +259,9 @@ class MazeEnv(gym.Env):
         rng = self.np_random
         if self._layout is None or not self.fixed_layout:
             self._layout = generate_layout(self.size, rng)
-        start = (int(rng.integers(self.size)), int(rng.integers(self.size)))
+        start = (int(rng.integers(self.size)), int(rng.integers(self.size)))  # drawn either way: same heading stream
+        if self.start_cell is not None:
+            start = self.start_cell
         self._goal_cell = farthest_cell(self._layout, start) if self.goal else None
         self._x, self._y = start[1] + 0.5, start[0] + 0.5
         self._heading = physics.wrap_angle(float(rng.uniform(-math.pi, math.pi)))
