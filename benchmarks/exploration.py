@@ -44,9 +44,10 @@ from _common import markdown_table, set_torch_threads
 
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
+from wanderlust.envs.factory import maze_kwargs
 from wanderlust.envs.maze import run_explorer
 from wanderlust.runtime.checkpoint import load_checkpoint
-from wanderlust.runtime.config import TrainConfig, apply_overrides, make_preset
+from wanderlust.runtime.config import EnvConfig, TrainConfig, apply_overrides, make_preset
 from wanderlust.runtime.rundir import save_config
 
 EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first mazes
@@ -98,11 +99,8 @@ def evaluate_run(run_dir: Path, episodes: int, episode_steps: int) -> dict:
 
 def baseline(name: str, episodes: int, episode_steps: int, discrete: bool = False, layout_seed: int | None = None,
              fixed_start: bool = False) -> dict:
-    env_kwargs = {"max_steps": episode_steps, "discrete": discrete}
-    if layout_seed is not None:
-        env_kwargs.update(fixed_layout=True, layout_seed=layout_seed)
-    if fixed_start:
-        env_kwargs["start_cell"] = (0, 0)
+    env = EnvConfig(maze_layout_seed=layout_seed, maze_fixed_start=fixed_start, max_episode_steps=episode_steps)
+    env_kwargs = {**maze_kwargs(env), "discrete": discrete}  # the maze the trained agents get
     coverages = [run_explorer(name, episode_steps, seed=EVAL_SEED + i, env_kwargs=env_kwargs)["coverage"]
                  for i in range(episodes)]
     return {"method": name, "train_steps": 0, "train_seconds": 0.0, "coverages": coverages}

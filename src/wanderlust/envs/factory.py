@@ -168,10 +168,8 @@ def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
     return ChannelsFirstStack(env)
 
 
-def _make_registered(config: EnvConfig, render_mode: str | None) -> gym.Env:
-    """The raw env behind a Gymnasium id, with the family's own options applied."""
-    if not is_maze(config.env_id):
-        return make_base_env(config, render_mode)
+def maze_kwargs(config: EnvConfig) -> dict:
+    """``MazeEnv`` keyword arguments for the ``maze_*`` and ``max_episode_steps`` fields of ``config``."""
     kwargs: dict = {"size": config.maze_size, "obs_size": config.maze_obs_size}
     if config.maze_layout_seed is not None:
         kwargs.update(fixed_layout=True, layout_seed=config.maze_layout_seed)
@@ -179,6 +177,14 @@ def _make_registered(config: EnvConfig, render_mode: str | None) -> gym.Env:
         kwargs["start_cell"] = (0, 0)
     if config.max_episode_steps is not None:
         kwargs["max_steps"] = config.max_episode_steps
+    return kwargs
+
+
+def _make_registered(config: EnvConfig, render_mode: str | None) -> gym.Env:
+    """The raw env behind a Gymnasium id, with the family's own options applied."""
+    if not is_maze(config.env_id):
+        return make_base_env(config, render_mode)
+    kwargs = maze_kwargs(config)
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
     return gym.make(config.env_id, **kwargs)
