@@ -8,7 +8,10 @@ no novelty reward will do it at that budget; if it can, the gap is in what the n
 (see ``benchmarks/novelty_alignment.py``).
 
     python benchmarks/coverage_reward.py --steps 60000
-    python benchmarks/coverage_reward.py --env-id wanderlust/MazeDiscrete-v0 --set ppo.learning_rate=1e-3
+    python benchmarks/coverage_reward.py --env-id wanderlust/MazeDiscrete-v0 --set ppo.clip_coef=0.2
+
+The agent starts from the ``default`` preset (what ``wanderlust train`` and ``exploration.py`` use);
+``--set`` changes it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from exploration import EVAL_SEED, baseline
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
 from wanderlust.envs.maze.env import MazeEnv
-from wanderlust.runtime.config import TrainConfig, apply_overrides
+from wanderlust.runtime.config import TrainConfig, apply_overrides, make_preset
 from wanderlust.runtime.rundir import save_config
 
 IDS = ("wanderlust/Maze-v0", "wanderlust/MazeDiscrete-v0")
@@ -92,7 +95,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = parser.parse_args()
     set_torch_threads(args.threads)
-    config = TrainConfig()
+    config = make_preset("default")
     config.total_steps = args.steps
     apply_overrides(config, args.set)
     steps, coverages = train_and_evaluate(config, args.env_id, args.episodes, args.episode_steps)

@@ -141,3 +141,27 @@ def test_bad_action_bins_are_rejected(bins: object) -> None:
     config.action_bins = bins
     with pytest.raises(ValueError, match="action_bins must be 0"):
         config.validate()
+
+
+def test_log_std_init_sets_the_initial_noise() -> None:
+    config = TrainConfig()
+    config.encoder, config.log_std_init = "seed", -1.0
+    agent = build_agent(config, OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)))
+    assert torch.equal(agent.log_std.detach(), torch.full((4,), -1.0))
+    # The sampled raw actions spread by exp(-1) around the (near-zero) initial mean.
+    torch.manual_seed(0)
+    obs = random_obs(1).expand(4000, *OBS_SHAPE)
+    raw = agent.act(obs).action
+    assert abs(raw.std().item() - np.exp(-1.0)) < 0.02
+    entropy = agent.evaluate(obs[:1], raw[:1]).entropy
+    torch.testing.assert_close(entropy, torch.tensor([4 * (0.5 + 0.5 * np.log(2 * np.pi) - 1.0)], dtype=torch.float32))
+
+
+@pytest.mark.parametrize("value", [-6.0, 2.5, "low", True])
+def test_bad_log_std_init_is_rejected(value: object) -> None:
+    with pytest.raises(ValueError, match="log_std_init must be a number"):
+        ActorCritic(OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)), encoder="seed", log_std_init=value)
+    config = TrainConfig()
+    config.log_std_init = value
+    with pytest.raises(ValueError, match="log_std_init must be a number"):
+        config.validate()

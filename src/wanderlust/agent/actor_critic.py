@@ -7,8 +7,9 @@ always use the ``mlp`` encoder (pixel presets cannot read them).
 
 - Box actions in [-1, 1] with shape ``(A,)``: the actor outputs the mean of a
   :class:`~wanderlust.agent.distributions.SquashedGaussian`; its ``log_std`` is a learnable,
-  state-independent parameter ``[A]`` initialised to 0 (std 1, so ``tanh(u)`` covers most of
-  [-1, 1] at the start, as the seed's gamepad did), clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``.
+  state-independent parameter ``[A]`` initialised to ``log_std_init`` (default 0: std 1, so
+  ``tanh(u)`` covers most of [-1, 1] at the start, as the seed's gamepad did), clamped to
+  ``[LOG_STD_MIN, LOG_STD_MAX]``.
   With ``action_bins = K >= 2`` the actor instead outputs ``A x K`` logits of a
   :class:`~wanderlust.agent.distributions.BinnedActions` (``K`` evenly spaced values per axis).
 - Discrete(n): the actor outputs ``n`` logits of a categorical.
@@ -38,6 +39,12 @@ LOG_STD_MIN = -5.0
 """Smallest log-std of the Gaussian policy (std ~ 0.007): keeps log-probs bounded."""
 LOG_STD_MAX = 2.0
 """Largest log-std (std ~ 7.4): beyond it tanh saturates and more noise changes nothing."""
+
+
+def check_log_std_init(value: float) -> None:
+    """ValueError unless ``value`` is a number in ``[LOG_STD_MIN, LOG_STD_MAX]``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not LOG_STD_MIN <= value <= LOG_STD_MAX:
+        raise ValueError(f"log_std_init must be a number in [{LOG_STD_MIN:g}, {LOG_STD_MAX:g}], got {value!r}")
 
 SUPPORTED_SPACES = "Box(-1, 1, shape=(A,)) or Discrete(n) with start 0"
 
@@ -106,6 +113,7 @@ class ActorCritic(nn.Module):
     1-D observations use the ``mlp`` encoder whatever ``encoder`` says. ``action_bins``: for Box
     actions, 0 is the squashed Gaussian and ``K >= 2`` the binned categorical; ignored for Discrete.
     ``center_pixels``: the pixel encoder feeds its first layer ``x / 255 - 0.5`` (see encoders).
+    ``log_std_init``: the Gaussian's initial log-std (Box actions without bins; SB3's name).
     Inputs are uint8 (or float in [0, 255]) frames, or float vectors, on the module's device.
     """
 
@@ -116,10 +124,12 @@ class ActorCritic(nn.Module):
         encoder: str = "nature",
         action_bins: int = 0,
         center_pixels: bool = False,
+        log_std_init: float = 0.0,
     ) -> None:
         super().__init__()
         check_action_space(action_space)
         check_action_bins(action_bins)
+        check_log_std_init(log_std_init)
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.action_space = action_space
         self.is_discrete = isinstance(action_space, spaces.Discrete)
@@ -140,7 +150,7 @@ class ActorCritic(nn.Module):
             if action_bins:
                 self.register_parameter("log_std", None)
             else:
-                self.log_std = nn.Parameter(torch.zeros(self.action_dim))
+                self.log_std = nn.Parameter(torch.full((self.action_dim,), float(log_std_init)))
         self.value_ext = layer_init(nn.Linear(features, 1), gain=1.0)
         self.value_int = layer_init(nn.Linear(features, 1), gain=1.0)
 
@@ -201,5 +211,5 @@ def build_agent(config: TrainConfig, obs_shape: tuple[int, ...], action_space: s
     """The actor-critic that ``config`` describes (encoder, action bins, centring) for these spaces, on the CPU."""
     return ActorCritic(
         obs_shape, action_space, encoder=config.encoder, action_bins=config.action_bins,
-        center_pixels=config.center_pixels,
+        center_pixels=config.center_pixels, log_std_init=config.log_std_init,
     )

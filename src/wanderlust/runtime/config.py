@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from wanderlust.agent.actor_critic import check_action_bins
+from wanderlust.agent.actor_critic import check_action_bins, check_log_std_init
 from wanderlust.agent.encoders import ENCODER_NAMES
 from wanderlust.algo.ppo import PPOConfig
 from wanderlust.novelty import NOVELTY_NAMES, NoveltyConfig
@@ -109,6 +109,8 @@ class TrainConfig:
     preset sets it True."""
     action_bins: int = 0
     """Box actions: 0 = squashed Gaussian; K >= 2 = K evenly spaced values per axis (factorised categorical)."""
+    log_std_init: float = 0.0
+    """Squashed Gaussian: initial log-std of the pre-tanh noise (0: std 1, near-uniform sticks)."""
     total_steps: int = 200_000
     """Environment steps to train for (summed over envs)."""
     seed: int = 1
@@ -141,6 +143,7 @@ class TrainConfig:
         if self.encoder not in ENCODER_NAMES:
             raise ValueError(f"unknown encoder '{self.encoder}'; choose one of {', '.join(ENCODER_NAMES)}")
         check_action_bins(self.action_bins)
+        check_log_std_init(self.log_std_init)
         _positive("total_steps", self.total_steps)
         _positive("checkpoint_every", self.checkpoint_every)
         _positive("keep_checkpoints", self.keep_checkpoints)
