@@ -133,13 +133,17 @@ def test_build_agent_follows_the_config() -> None:
     assert build_agent(config, OBS_SHAPE, spaces.Discrete(3)).encoder.center
 
 
-@pytest.mark.parametrize("bins", [1, -2, 2.5, True])
-def test_bad_action_bins_are_rejected(bins: object) -> None:
-    with pytest.raises(ValueError, match="action_bins must be 0"):
-        ActorCritic(OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)), encoder="seed", action_bins=bins)
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("action_bins", bins, "action_bins must be 0") for bins in (1, -2, 2.5, True)]
+    + [("log_std_init", value, "log_std_init must be a number") for value in (-6.0, 2.5, "low", True)],
+)
+def test_bad_policy_head_settings_are_rejected(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ActorCritic(OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)), encoder="seed", **{field: value})
     config = TrainConfig()
-    config.action_bins = bins
-    with pytest.raises(ValueError, match="action_bins must be 0"):
+    setattr(config, field, value)
+    with pytest.raises(ValueError, match=message):
         config.validate()
 
 
@@ -155,13 +159,3 @@ def test_log_std_init_sets_the_initial_noise() -> None:
     assert abs(raw.std().item() - np.exp(-1.0)) < 0.02
     entropy = agent.evaluate(obs[:1], raw[:1]).entropy
     torch.testing.assert_close(entropy, torch.tensor([4 * (0.5 + 0.5 * np.log(2 * np.pi) - 1.0)], dtype=torch.float32))
-
-
-@pytest.mark.parametrize("value", [-6.0, 2.5, "low", True])
-def test_bad_log_std_init_is_rejected(value: object) -> None:
-    with pytest.raises(ValueError, match="log_std_init must be a number"):
-        ActorCritic(OBS_SHAPE, spaces.Box(-1.0, 1.0, (4,)), encoder="seed", log_std_init=value)
-    config = TrainConfig()
-    config.log_std_init = value
-    with pytest.raises(ValueError, match="log_std_init must be a number"):
-        config.validate()
