@@ -297,7 +297,7 @@ def _parse_like(current: Any, raw: str, name: str, text_field: bool = False, opt
 
 PRESETS: dict[str, str] = {
     "default": "Defaults: the built-in maze, episodic novelty, Nature CNN on centred pixels, 8 envs x 128 steps, "
-               "lr 1e-3, clip 0.2, no entropy bonus.",
+               "lr 1e-3, no entropy bonus.",
     "quick": "A tiny run for smoke tests: 2 envs x 32 steps, 2 epochs, seed encoder.",
     **{preset.name: preset.summary for preset in BENCHMARK_PRESETS},
 }
@@ -318,8 +318,6 @@ def make_preset(name: str) -> TrainConfig:
     if name == "default":  # measured on the maze (docs/benchmarks.md); benchmark presets set their own
         config.ppo.learning_rate = 1e-3
         config.ppo.ent_coef = 0.0
-        # SB3's and CleanRL's continuous-control clip range: twice the coverage of 0.1 with a coverage reward.
-        config.ppo.clip_coef = 0.2
         # At lr 1e-3 most first-layer ReLUs die on x/255 inputs; centred inputs keep them alive.
         config.center_pixels = True
     if name == "quick":
