@@ -3,7 +3,10 @@
 Each curiosity agent is trained for the same budget on ``wanderlust/Maze-v0`` (a new maze every
 episode, no extrinsic reward), then plays 5 seeded evaluation episodes of 1,000 steps on mazes it
 has never seen. The random baseline and the oracle (depth-first walk of the maze graph, the ceiling)
-play the same seeds through the same action space.
+play the same seeds through the same action space, and so do two references between them:
+``held-random`` (each random action held for 4 steps: what persistence alone adds) and ``corridor``
+(a memoryless walk of the maze graph that turns back only at dead ends: what a reactive corridor
+follower without memory covers). Like the oracle, ``corridor`` reads the maze graph.
 
     python benchmarks/exploration.py            # 300k steps per method (about 15 min each on 2 cores)
     python benchmarks/exploration.py --quick    # 30k steps per method
@@ -51,6 +54,8 @@ from wanderlust.runtime.config import EnvConfig, TrainConfig, apply_overrides, m
 from wanderlust.runtime.rundir import save_config
 
 EVAL_SEED = 10_000  # evaluation mazes are never among the training seeds' first mazes
+REFERENCES = ("held-random", "corridor")
+"""Scripted explorers printed between the trained agents and the oracle (see the module docstring)."""
 
 
 def train_and_evaluate(
@@ -164,7 +169,9 @@ def main() -> None:
     set_torch_threads(args.threads)
 
     discrete = "Discrete" in args.env_id
-    results = [baseline("random", args.episodes, args.episode_steps, discrete, args.layout_seed, args.fixed_start)]
+    scripted = {name: baseline(name, args.episodes, args.episode_steps, discrete, args.layout_seed, args.fixed_start)
+                for name in ("random", *REFERENCES, "oracle")}
+    results = [scripted["random"]]
     if args.evaluate is not None:
         results.append(evaluate_run(args.evaluate, args.episodes, args.episode_steps))
         print(f"  {args.evaluate}: {results[-1]['method']}, seed {results[-1]['seed']}, "
@@ -180,7 +187,7 @@ def main() -> None:
                                           keep_in=args.keep_runs))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "
               f"after {results[-1]['train_steps']:,} steps ({results[-1]['train_seconds'] / 60:.1f} min)", flush=True)
-    results.append(baseline("oracle", args.episodes, args.episode_steps, discrete, args.layout_seed, args.fixed_start))
+    results += [scripted[name] for name in (*REFERENCES, "oracle")]
 
     random_mean = float(np.mean(results[0]["coverages"]))
     oracle_mean = float(np.mean(results[-1]["coverages"]))

@@ -1,4 +1,4 @@
-"""Oracle and random explorers of the maze, and run_explorer."""
+"""Oracle, random and reference explorers of the maze, and run_explorer."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 from wanderlust.envs.maze import physics
 from wanderlust.envs.maze.env import DISCRETE_ACTIONS, MazeEnv
 from wanderlust.envs.maze.explorers import (
+    HOLD_STEPS,
+    CorridorExplorer,
     OracleExplorer,
     RandomExplorer,
     make_explorer,
@@ -106,6 +108,52 @@ def test_random_explorer_is_seeded_and_in_range():
     explorer.reset(discrete)
     picks = {explorer.act(discrete) for _ in range(300)}
     assert picks == set(range(7))
+
+
+def test_held_random_holds_each_uniform_action_for_its_steps():
+    env = MazeEnv(size=5)
+    env.reset(seed=0)
+    held, plain = RandomExplorer(4, hold=3), RandomExplorer(4)
+    held.reset(env)
+    plain.reset(env)
+    actions = np.array([held.act(env) for _ in range(12)])
+    draws = np.array([plain.act(env) for _ in range(4)])  # the same generator, one draw per hold
+    assert np.array_equal(actions, np.repeat(draws, 3, axis=0))
+    assert np.array_equal(draws, np.random.default_rng(4).uniform(-1, 1, (4, 4)).astype(np.float32))
+    held.reset(env)  # a new episode draws a new action at once
+    assert not np.array_equal(held.act(env), actions[-1])
+    assert make_explorer("held-random", seed=0).hold == HOLD_STEPS == 4
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="hold must be a positive integer"):
+            RandomExplorer(0, hold=bad)
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_corridor_walks_passages_and_turns_back_only_at_dead_ends(discrete):
+    env = MazeEnv(size=7, discrete=discrete, max_steps=1500)
+    env.reset(seed=5)
+    explorer = CorridorExplorer(seed=2)
+    explorer.reset(env)
+    path = [env.cell]
+    for _ in range(1500):
+        env.step(explorer.act(env))
+        if env.cell != path[-1]:
+            path.append(env.cell)
+    assert len(path) > 30
+    layout = env.layout
+    for a, b in zip(path, path[1:]):
+        assert layout.has_passage(a, b)  # moves only through open walls, one cell at a time
+    turned_back = [b for a, b, c in zip(path, path[1:], path[2:]) if a == c]
+    assert turned_back and all(len(layout.neighbors(b)) == 1 for b in turned_back)
+
+
+def test_reference_explorers_sit_between_random_and_the_oracle():
+    def coverage(name):
+        return np.mean([run_explorer(name, 1000, seed=100 + i)["coverage"] for i in range(3)])
+
+    random, held, corridor, oracle = (coverage(n) for n in ("random", "held-random", "corridor", "oracle"))
+    assert random < held < corridor < oracle
+    assert held > 1.4 * random and corridor > 4 * random
 
 
 def test_run_explorer_result():

@@ -2,12 +2,13 @@
 
 Modules: ``layout`` (maze graph and walls), ``physics`` (kinematics, collisions),
 ``textures`` (colour tables), ``raycast`` (first-person renderer), ``mapview`` (top-down
-map), ``env`` (the Gymnasium env) and ``explorers`` (oracle and random baselines).
+map), ``env`` (the Gymnasium env) and ``explorers`` (oracle, random and reference explorers).
 """
 
 from wanderlust.envs.maze.env import DISCRETE_ACTIONS, MazeEnv
 from wanderlust.envs.maze.explorers import (
     EXPLORER_NAMES,
+    CorridorExplorer,
     OracleExplorer,
     RandomExplorer,
     make_explorer,
@@ -18,6 +19,7 @@ from wanderlust.envs.maze.layout import MazeLayout, generate_layout
 __all__ = [
     "DISCRETE_ACTIONS",
     "EXPLORER_NAMES",
+    "CorridorExplorer",
     "MazeEnv",
     "MazeLayout",
     "OracleExplorer",

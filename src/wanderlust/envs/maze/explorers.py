@@ -1,8 +1,15 @@
-"""Reference explorers for the maze: an oracle (the coverage ceiling) and a random baseline.
+"""Reference explorers for the maze: an oracle (the coverage ceiling), a random baseline and two
+references in between.
 
-Both drive the env through its normal action space, so their coverage is directly
-comparable with a learned agent's. The oracle cheats by reading the maze graph and the
-agent's pose from ``env.unwrapped``; it performs a depth-first walk that enters every cell.
+All drive the env through its normal action space, so their coverage is directly comparable
+with a learned agent's. The oracle cheats by reading the maze graph and the agent's pose from
+``env.unwrapped``; it performs a depth-first walk that enters every cell. The references:
+
+- ``held-random``: a uniform random action held for ``HOLD_STEPS`` steps (what persistence alone
+  adds to the random baseline, as an action repeat of 4 would);
+- ``corridor``: a memoryless walk of the maze graph that never turns back unless it must (a dead
+  end), steering like the oracle: what a reactive corridor follower with no memory of the episode
+  can cover. Like the oracle it reads the maze graph.
 
 Example:
     >>> from wanderlust.envs.maze.explorers import run_explorer
@@ -23,8 +30,10 @@ from wanderlust.envs.maze import physics
 from wanderlust.envs.maze.env import DISCRETE_ACTIONS, MazeEnv
 from wanderlust.envs.maze.layout import Cell, dfs_tour
 
-EXPLORER_NAMES: tuple[str, ...] = ("oracle", "random")
+EXPLORER_NAMES: tuple[str, ...] = ("oracle", "random", "held-random", "corridor")
 """Names accepted by ``make_explorer`` and ``run_explorer``."""
+HOLD_STEPS = 4
+"""Steps the ``held-random`` explorer holds each random action."""
 
 _FORWARD = DISCRETE_ACTIONS.index("forward")
 _TURN_LEFT = DISCRETE_ACTIONS.index("turn_left")
@@ -85,6 +94,24 @@ def steer_discrete(x: float, y: float, heading: float, target_x: float, target_y
     return _FORWARD
 
 
+def _reach(maze: MazeEnv) -> float:
+    """How close to a cell centre counts as there: the next step would land on (or just past) it."""
+    return 0.6 * physics.MOVE_SPEED if maze.discrete else 1e-3
+
+
+def _at_centre(maze: MazeEnv, cell: Cell) -> bool:
+    x, y, _, _ = maze.pose
+    return math.hypot(cell[1] + 0.5 - x, cell[0] + 0.5 - y) <= _reach(maze)
+
+
+def _steer_to(maze: MazeEnv, cell: Cell, walk_cone: float) -> np.ndarray | int:
+    """The action that turns toward ``cell``'s centre and walks to it."""
+    x, y, heading, _ = maze.pose
+    if maze.discrete:
+        return steer_discrete(x, y, heading, cell[1] + 0.5, cell[0] + 0.5)
+    return steer_sticks(x, y, heading, cell[1] + 0.5, cell[0] + 0.5, walk_cone)
+
+
 class OracleExplorer:
     """Depth-first walk of the maze graph, cell centre to cell centre, via the action space.
 
@@ -112,49 +139,91 @@ class OracleExplorer:
     def act(self, env: gym.Env) -> np.ndarray | int:
         """Steer toward the next cell centre of the tour (no-op once the tour is done)."""
         maze = _maze(env)
-        x, y, heading, _ = maze.pose
-        # Close enough that the next step would land on (or just past) the centre.
-        reach = 0.6 * physics.MOVE_SPEED if maze.discrete else 1e-3
-        while not self.finished:
-            row, col = self._tour[self._next]
-            if math.hypot(col + 0.5 - x, row + 0.5 - y) > reach:
-                break
+        while not self.finished and _at_centre(maze, self._tour[self._next]):
             self._next += 1
         if self.finished:
             return _NOOP if maze.discrete else np.zeros(4, dtype=np.float32)
-        row, col = self._tour[self._next]
-        if maze.discrete:
-            return steer_discrete(x, y, heading, col + 0.5, row + 0.5)
-        return steer_sticks(x, y, heading, col + 0.5, row + 0.5, self.walk_cone)
+        return _steer_to(maze, self._tour[self._next], self.walk_cone)
+
+
+class CorridorExplorer:
+    """A memoryless walk of the maze graph: at each cell centre, a random open neighbour other than
+    the cell it came from (back only at a dead end), steered to like the oracle's tour.
+
+    Args:
+        seed: seeds the choice at junctions.
+        walk_cone: as for :class:`OracleExplorer`.
+    """
+
+    def __init__(self, seed: int | None = None, walk_cone: float = math.pi / 3) -> None:
+        self._rng = np.random.default_rng(seed)
+        self.walk_cone = walk_cone
+        self._previous: Cell | None = None
+        self._target: Cell | None = None
+
+    def reset(self, env: gym.Env) -> None:
+        """Start from the agent's cell, with no cell behind it."""
+        maze = _maze(env)
+        self._previous, self._target = None, maze.cell
+
+    def act(self, env: gym.Env) -> np.ndarray | int:
+        """Steer to the current target cell; on reaching its centre, pick the next one."""
+        maze = _maze(env)
+        if self._target is None:
+            self.reset(env)
+        if _at_centre(maze, self._target):
+            here = self._target
+            onward = [n for n in maze.layout.neighbors(here) if n != self._previous]
+            choices = onward or maze.layout.neighbors(here)
+            self._previous, self._target = here, choices[int(self._rng.integers(len(choices)))]
+        return _steer_to(maze, self._target, self.walk_cone)
 
 
 class RandomExplorer:
-    """Uniformly random actions from the env's action space, from its own seeded generator."""
+    """Uniformly random actions from the env's action space, from its own seeded generator, each
+    held for ``hold`` steps (1: a new action every step)."""
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, hold: int = 1) -> None:
+        if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
+            raise ValueError(f"hold must be a positive integer, got {hold!r}")
         self._rng = np.random.default_rng(seed)
+        self.hold = hold
         self._space: gym.Space | None = None
+        self._action: np.ndarray | int | None = None
+        self._held = 0
 
     def reset(self, env: gym.Env) -> None:
-        """Remember the action space (the generator keeps running across episodes)."""
+        """Remember the action space and drop the held action (the generator keeps running)."""
         self._space = env.action_space
+        self._action, self._held = None, 0
 
     def act(self, env: gym.Env) -> np.ndarray | int:
-        """A uniform sample: float sticks in [low, high] or an int in [start, start + n)."""
+        """A uniform sample (float sticks in [low, high] or an int in [start, start + n)), drawn
+        anew every ``hold`` steps."""
+        if self._action is not None and self._held < self.hold:
+            self._held += 1
+            return self._action
         space = self._space if self._space is not None else env.action_space
         if isinstance(space, gym.spaces.Discrete):
-            return int(space.start + self._rng.integers(space.n))
-        if isinstance(space, gym.spaces.Box):
-            return self._rng.uniform(space.low, space.high).astype(space.dtype)
-        raise ValueError(f"RandomExplorer supports Box and Discrete spaces, got {space}")
+            self._action = int(space.start + self._rng.integers(space.n))
+        elif isinstance(space, gym.spaces.Box):
+            self._action = self._rng.uniform(space.low, space.high).astype(space.dtype)
+        else:
+            raise ValueError(f"RandomExplorer supports Box and Discrete spaces, got {space}")
+        self._held = 1
+        return self._action
 
 
 def make_explorer(name: str, seed: int | None = None) -> Explorer:
-    """An explorer by name (one of EXPLORER_NAMES); ``seed`` feeds the random one."""
+    """An explorer by name (one of EXPLORER_NAMES); ``seed`` feeds the random choices."""
     if name == "oracle":
         return OracleExplorer()
     if name == "random":
         return RandomExplorer(seed)
+    if name == "held-random":
+        return RandomExplorer(seed, hold=HOLD_STEPS)
+    if name == "corridor":
+        return CorridorExplorer(seed)
     raise ValueError(f"unknown explorer {name!r}; choose one of {', '.join(EXPLORER_NAMES)}")
 
 
