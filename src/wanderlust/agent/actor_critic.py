@@ -46,6 +46,7 @@ def check_log_std_init(value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not LOG_STD_MIN <= value <= LOG_STD_MAX:
         raise ValueError(f"log_std_init must be a number in [{LOG_STD_MIN:g}, {LOG_STD_MAX:g}], got {value!r}")
 
+
 SUPPORTED_SPACES = "Box(-1, 1, shape=(A,)) or Discrete(n) with start 0"
 
 
