@@ -9,6 +9,8 @@ teach exploring (the "couch potato" failure of pixel-based curiosity).
 Behaviours (stick maze; the discrete maze has no pitch, so "look" there is turning in place):
     random    uniform random actions (the benchmark's random baseline)
     oracle    depth-first walk of the maze graph (the coverage ceiling)
+    corridor  memoryless walk of the maze graph, back only at dead ends (a reactive policy's reach)
+    held-random  uniform random actions, each held for 4 steps (persistence alone)
     walk      always walk forward, turn randomly (sticks: walk y = 1, camera x ~ N(0, 0.7))
     spin      turn right on the spot
     look      move the camera randomly (camera x and y), never walk
@@ -36,13 +38,13 @@ from _common import markdown_table, set_torch_threads
 
 from wanderlust.envs.factory import make_env, obs_spec
 from wanderlust.envs.maze.env import DISCRETE_ACTIONS
-from wanderlust.envs.maze.explorers import make_explorer
+from wanderlust.envs.maze.explorers import EXPLORER_NAMES, make_explorer
 from wanderlust.novelty import make_novelty
 from wanderlust.runtime.checkpoint import load_checkpoint
 from wanderlust.runtime.config import TrainConfig, apply_overrides
 from wanderlust.runtime.rundir import load_config
 
-BEHAVIOURS = ("random", "oracle", "walk", "spin", "look")
+BEHAVIOURS = ("random", "oracle", "corridor", "held-random", "walk", "spin", "look")
 PER_ENV_STATE = {"episodic": ("memory", "previous"), "pixel": ("frames", "counts")}
 """State entries that hold one env's episode (sized by the run's num_envs): kept fresh, not loaded."""
 _FORWARD, _LEFT, _RIGHT, _NOOP = (DISCRETE_ACTIONS.index(a) for a in ("forward", "turn_left", "turn_right", "noop"))
@@ -74,7 +76,7 @@ class Scripted:
 
 def behaviour(name: str, discrete: bool, seed: int):
     rng = np.random.default_rng(seed)
-    if name in ("random", "oracle"):
+    if name in EXPLORER_NAMES:
         return make_explorer(name, seed=int(rng.integers(2**31)))
     return Scripted(name, discrete, rng)
 

@@ -65,6 +65,8 @@ def test_novelty_alignment_sums_rewards_per_behaviour():
     assert all(value > 0 for value in (*spin.values(), *walk.values()))
     again, _ = novelty_alignment.episode_rewards(config, ["pixel", "episodic"], "spin", 100, 40)
     assert again == spin  # same seed, same untrained networks: deterministic
+    _, corridor_coverage = novelty_alignment.episode_rewards(config, ["pixel"], "corridor", 100, 40)
+    assert corridor_coverage >= 4 / 81  # 5 steps a cell: the graph walk enters a new cell every few steps
 
 
 def test_novelty_alignment_scores_with_the_trained_module_of_a_run(tmp_path):
