@@ -7,17 +7,31 @@ The helpers below are pure (no torch import) so they are cheap to test.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import gc
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SRC_DIR = REPO_ROOT / "src"
+
+
+@contextlib.contextmanager
+def run_folder(keep: Path | None, prefix: str) -> Iterator[Path]:
+    """A temporary run folder (removed afterwards), or ``keep``, created here (it must not exist
+    yet, so a kept run is never trained over) and left in place."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            yield Path(tmp)
+    else:
+        keep.mkdir(parents=True, exist_ok=False)
+        yield keep
 
 
 def add_src_to_path() -> None:

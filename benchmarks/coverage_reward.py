@@ -9,6 +9,7 @@ no novelty reward will do it at that budget; if it can, the gap is in what the n
 
     python benchmarks/coverage_reward.py --steps 60000
     python benchmarks/coverage_reward.py --env-id wanderlust/MazeDiscrete-v0 --set ppo.clip_coef=0.2
+    python benchmarks/coverage_reward.py --steps 300000 --keep-run runs/coverage   # keep metrics.jsonl etc.
 
 The agent starts from the ``default`` preset (what ``wanderlust train`` and ``exploration.py`` use);
 ``--set`` changes it.
@@ -17,13 +18,12 @@ The agent starts from the ``default`` preset (what ``wanderlust train`` and ``ex
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 import _common  # noqa: F401  (puts <repo>/src on sys.path)
 import gymnasium as gym
 import numpy as np
-from _common import markdown_table, set_torch_threads
+from _common import markdown_table, run_folder, set_torch_threads
 from exploration import EVAL_SEED, baseline
 
 from wanderlust.algo.evaluate import load_policy, run_episodes
@@ -67,18 +67,21 @@ def register(env_id: str, config: TrainConfig) -> str:
     return rewarded_id
 
 
-def train_and_evaluate(config: TrainConfig, env_id: str, episodes: int, episode_steps: int) -> tuple[int, list[float]]:
+def train_and_evaluate(
+    config: TrainConfig, env_id: str, episodes: int, episode_steps: int, keep_in: Path | None = None,
+) -> tuple[int, list[float]]:
     """Train ``config`` on the rewarded twin of ``env_id``; coverage of the policy on ``env_id``'s
-    evaluation mazes. Returns (steps trained, coverages)."""
+    evaluation mazes. Returns (steps trained, coverages). The run folder is temporary unless
+    ``keep_in`` names a new folder to keep it in (metrics.jsonl, TensorBoard, checkpoint)."""
     config.env.env_id = register(env_id, config)
     config.novelty_name = "none"
     config.checkpoint_every = config.total_steps
-    with tempfile.TemporaryDirectory(prefix="wanderlust-coverage-reward-") as tmp:
-        save_config(Path(tmp), config.to_dict())
-        trained = train(config, Path(tmp), show_progress=False)
+    with run_folder(keep_in, "wanderlust-coverage-reward-") as tmp:
+        save_config(tmp, config.to_dict())
+        trained = train(config, tmp, show_progress=False)
         if trained.interrupted:
             raise KeyboardInterrupt(f"interrupted after {trained.global_step:,} steps")
-        config, agent = load_policy(Path(tmp))
+        config, agent = load_policy(tmp)
     config.env.env_id = env_id
     config.env.max_episode_steps = episode_steps
     result = run_episodes(config, agent, episodes, seed=EVAL_SEED)
@@ -93,12 +96,13 @@ def main() -> None:
     parser.add_argument("--episode-steps", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    parser.add_argument("--keep-run", type=Path, metavar="DIR", help="keep the run folder here (a new folder)")
     args = parser.parse_args()
     set_torch_threads(args.threads)
     config = make_preset("default")
     config.total_steps = args.steps
     apply_overrides(config, args.set)
-    steps, coverages = train_and_evaluate(config, args.env_id, args.episodes, args.episode_steps)
+    steps, coverages = train_and_evaluate(config, args.env_id, args.episodes, args.episode_steps, args.keep_run)
     random = baseline("random", args.episodes, args.episode_steps, "Discrete" in args.env_id)["coverages"]
     rows = [["random", 0, f"{np.mean(random):.1%}", "1.00x"],
             ["PPO, reward = new cells", f"{steps:,}", f"{np.mean(coverages):.1%}", f"{np.mean(coverages) / np.mean(random):.2f}x"]]

@@ -35,15 +35,13 @@ twice random's coverage.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import tempfile
 import time
 from pathlib import Path
 
 import _common  # noqa: F401  (puts <repo>/src on sys.path)
 import numpy as np
-from _common import markdown_table, set_torch_threads
+from _common import markdown_table, run_folder, set_torch_threads
 
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
@@ -70,20 +68,16 @@ def train_and_evaluate(
     config.total_steps = steps
     config.seed = seed
     config.checkpoint_every = max(steps, 1)
-    with contextlib.ExitStack() as stack:
-        if keep_in is None:
-            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix=f"wanderlust-explore-{method}-"))
-        else:
-            tmp = str(keep_in / f"{method}-seed{seed}")
-            Path(tmp).mkdir(parents=True, exist_ok=False)
+    keep = None if keep_in is None else keep_in / f"{method}-seed{seed}"
+    with run_folder(keep, f"wanderlust-explore-{method}-") as tmp:
         print(f"  training {method} in {tmp} (metrics.jsonl shows progress)", flush=True)
-        save_config(Path(tmp), config.to_dict())
+        save_config(tmp, config.to_dict())
         started = time.perf_counter()
-        trained = train(config, Path(tmp), show_progress=False)
+        trained = train(config, tmp, show_progress=False)
         if trained.interrupted:  # Ctrl-C / SIGTERM: stop the benchmark, do not report a partial run
             raise KeyboardInterrupt(f"{method} interrupted after {trained.global_step:,} steps")
         seconds = time.perf_counter() - started
-        config, agent = load_policy(Path(tmp))
+        config, agent = load_policy(tmp)
     return {"method": method, "seed": seed, "train_steps": trained.global_step, "train_seconds": seconds,
             "coverages": evaluate_policy(config, agent, episodes, episode_steps)}
 

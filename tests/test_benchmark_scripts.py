@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -123,6 +124,19 @@ def test_coverage_reward_pays_one_per_new_cell_and_trains():
     config.total_steps = 32
     steps, coverages = coverage_reward.train_and_evaluate(config, "wanderlust/MazeDiscrete-v0", 2, 30)
     assert steps == 32 and len(coverages) == 2 and all(0 < c <= 1 for c in coverages)
+
+
+def test_coverage_reward_keeps_the_run_folder_when_asked(tmp_path):
+    import coverage_reward
+
+    config = tiny_config()
+    config.total_steps = 32
+    kept = tmp_path / "run"
+    coverage_reward.train_and_evaluate(config, "wanderlust/MazeDiscrete-v0", 1, 10, keep_in=kept)
+    assert (kept / "config.json").is_file() and (kept / "checkpoints").is_dir()
+    assert [json.loads(line)["step"] for line in (kept / "metrics.jsonl").read_text().splitlines()][-1] == 32
+    with pytest.raises(FileExistsError):  # never trains over a kept run
+        coverage_reward.train_and_evaluate(tiny_config(), "wanderlust/MazeDiscrete-v0", 1, 10, keep_in=kept)
 
 
 def test_exploration_baselines_play_the_fixed_maze_when_given_a_layout_seed():
