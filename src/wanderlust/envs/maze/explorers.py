@@ -173,8 +173,8 @@ class CorridorExplorer:
             self.reset(env)
         if _at_centre(maze, self._target):
             here = self._target
-            onward = [n for n in maze.layout.neighbors(here) if n != self._previous]
-            choices = onward or maze.layout.neighbors(here)
+            neighbours = maze.layout.neighbors(here)
+            choices = [n for n in neighbours if n != self._previous] or neighbours
             self._previous, self._target = here, choices[int(self._rng.integers(len(choices)))]
         return _steer_to(maze, self._target, self.walk_cone)
 
