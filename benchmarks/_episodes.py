@@ -64,7 +64,7 @@ def play_episodes(config: TrainConfig, act: ActionFn, episodes: int, seed: int) 
 
 def wanderlust_act(learner: Learner) -> ActionFn:
     """Sample the learner's current policy for one observation."""
-    return evaluate.policy_action(learner.agent)
+    return evaluate.policy_action(learner.agent, noise_hold=learner.config.noise_hold)
 
 
 def wanderlust_curve(

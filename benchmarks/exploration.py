@@ -41,11 +41,13 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts <repo>/src on sys.path)
 import numpy as np
+import torch
 from _common import markdown_table, run_folder, set_torch_threads
 
+from wanderlust.agent.actor_critic import build_agent
 from wanderlust.algo.evaluate import load_policy, run_episodes
 from wanderlust.algo.trainer import train
-from wanderlust.envs.factory import maze_kwargs
+from wanderlust.envs.factory import make_env, maze_kwargs
 from wanderlust.envs.maze import run_explorer
 from wanderlust.runtime.checkpoint import load_checkpoint
 from wanderlust.runtime.config import EnvConfig, TrainConfig, apply_overrides, make_preset
@@ -86,6 +88,20 @@ def evaluate_policy(config: TrainConfig, agent, episodes: int, episode_steps: in
     """Coverage of ``agent`` (sampled actions) in ``episodes`` evaluation mazes (seeds EVAL_SEED, ...)."""
     config.env.max_episode_steps = episode_steps
     return [e.coverage for e in run_episodes(config, agent, episodes, seed=EVAL_SEED).episodes]
+
+
+def evaluate_untrained(config: TrainConfig, episodes: int, episode_steps: int) -> dict:
+    """The result row of ``config``'s policy before any update (weights from ``config.seed``): what
+    the action noise alone covers, the floor that training starts from."""
+    env = make_env(config.env)
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(config.seed)
+            agent = build_agent(config, env.observation_space.shape, env.action_space).eval()
+    finally:
+        env.close()
+    return {"method": "untrained policy", "seed": config.seed, "train_steps": 0, "train_seconds": 0.0,
+            "coverages": evaluate_policy(config, agent, episodes, episode_steps)}
 
 
 def evaluate_run(run_dir: Path, episodes: int, episode_steps: int) -> dict:
@@ -171,12 +187,20 @@ def main() -> None:
         print(f"  {args.evaluate}: {results[-1]['method']}, seed {results[-1]['seed']}, "
               f"stopped at {results[-1]['train_steps']:,} steps", flush=True)
     methods = [] if args.evaluate is not None else [m.strip() for m in args.methods.split(",") if m.strip()]
-    for method in methods:
+
+    def agent_config() -> TrainConfig:
         config = make_preset("default")  # what `wanderlust train` starts from
         config.env.env_id = args.env_id
         config.env.maze_layout_seed = args.layout_seed
         config.env.maze_fixed_start = args.fixed_start
+        config.seed = args.seed
         apply_overrides(config, args.set)
+        return config
+
+    if methods:
+        results.append(evaluate_untrained(agent_config(), args.episodes, args.episode_steps))
+    for method in methods:
+        config = agent_config()
         results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config,
                                           keep_in=args.keep_runs))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "

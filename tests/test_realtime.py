@@ -5,6 +5,8 @@ The live env is the built-in maze paced by :class:`ControlRate` at 60 Hz (40x40 
 
 from __future__ import annotations
 
+import copy
+
 import json
 import math
 import os
@@ -384,3 +386,36 @@ def test_bad_inputs_are_refused_and_the_env_is_still_closed(tmp_path, tiny):
     with pytest.raises(ValueError, match="render_fps"):
         train_realtime(_config(tiny), unpaced, tmp_path, show_progress=False, max_seconds=5.0)
     assert unpaced.closed == 1
+
+
+def test_the_live_actor_holds_its_exploration_noise(tmp_path, tiny, monkeypatch):
+    """``noise_hold``: the actor keeps each Gaussian draw for that many control steps (a live stick
+    pushes one way for a while instead of jittering). One rollout: it is acted with the initial weights."""
+    handed_over, real_put = [], RolloutQueue.put
+
+    def record_put(queue, rollout: ActorRollout):
+        handed_over.append(rollout)
+        return real_put(queue, rollout)
+
+    monkeypatch.setattr(RolloutQueue, "put", record_put)
+    config = _config(tiny, total_steps=32, novelty_name="none", noise_hold=5)
+    initial_agents = []
+    monkeypatch.setattr(realtime, "Learner", _recording(realtime.Learner, initial_agents))
+    train_realtime(config, _live_env(config), tmp_path, show_progress=False)
+    (rollout,), agent = handed_over, initial_agents[0]
+    with torch.no_grad():
+        mean = agent.actor(agent.encoder(rollout.obs))
+    eps = (rollout.actions - mean) / agent.log_std.exp()
+    same = [torch.allclose(eps[t], eps[t - 1], atol=1e-4) for t in range(1, 32)]
+    assert same == [t % 5 != 0 for t in range(1, 32)]
+
+
+def _recording(learner_class, initial_agents: list):
+    """``learner_class`` whose learners' agents, as built, are copied into ``initial_agents``."""
+
+    def build(*args, **kwargs):
+        learner = learner_class(*args, **kwargs)
+        initial_agents.append(copy.deepcopy(learner.agent))
+        return learner
+
+    return build

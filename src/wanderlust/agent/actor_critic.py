@@ -174,10 +174,19 @@ class ActorCritic(nn.Module):
         )
 
     @torch.no_grad()
-    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
-        """Choose actions for ``obs`` ``[B, C, H, W]``: sampled, or greedy when ``deterministic``."""
+    def act(self, obs: torch.Tensor, deterministic: bool = False, noise: torch.Tensor | None = None) -> ActOutput:
+        """Choose actions for ``obs`` ``[B, C, H, W]``: sampled, or greedy when ``deterministic``.
+
+        ``noise``: the standard-normal draws ``[B, A]`` of a squashed Gaussian's sample (held
+        exploration noise, :mod:`wanderlust.agent.noise`); None draws fresh noise.
+        """
         dist, value_ext, value_int = self._heads(obs)
-        action = dist.deterministic() if deterministic else dist.sample()
+        if noise is not None and not isinstance(dist, SquashedGaussian):
+            raise ValueError("explicit exploration noise needs a squashed Gaussian policy")
+        if deterministic:
+            action = dist.deterministic()
+        else:
+            action = dist.sample() if noise is None else dist.sample(noise)
         return ActOutput(
             action=action,
             env_action=dist.env_action(action),

@@ -63,10 +63,11 @@ class SquashedGaussian:
         self.log_std = log_std.expand_as(mean)
         self.std = self.log_std.exp()
 
-    def sample(self) -> torch.Tensor:
-        """Raw pre-tanh ``u`` ``[B, A]`` (no gradient: PPO's gradient flows through ``log_prob``)."""
+    def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """Raw pre-tanh ``u = mean + std * noise`` ``[B, A]`` (no gradient: PPO's gradient flows
+        through ``log_prob``); ``noise`` is standard normal ``[B, A]``, drawn here when None."""
         with torch.no_grad():
-            return self.mean + self.std * torch.randn_like(self.mean)
+            return self.mean + self.std * (torch.randn_like(self.mean) if noise is None else noise)
 
     def deterministic(self) -> torch.Tensor:
         """The raw ``u`` of the greedy action: the Gaussian mean ``[B, A]``."""

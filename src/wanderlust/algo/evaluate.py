@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from wanderlust.agent.actor_critic import ActorCritic, build_agent
+from wanderlust.agent.noise import make_held_noise
 from wanderlust.envs.factory import make_env
 from wanderlust.runtime.checkpoint import load_checkpoint
 from wanderlust.runtime.config import EnvConfig, TrainConfig
@@ -53,15 +54,43 @@ def load_policy(run_dir: Path, device: str = "cpu") -> tuple[TrainConfig, ActorC
     return config, agent.to(device).eval()
 
 
-def policy_action(agent: ActorCritic, deterministic: bool = False) -> Callable[[np.ndarray], np.ndarray]:
-    """One observation ``[C, H, W]`` -> the env action the agent takes (sampled unless deterministic)."""
-    device = next(agent.parameters()).device
+class PolicyActor:
+    """Acts for one env with a trained agent: one observation ``[C, H, W]`` -> one env action.
 
-    def act(obs: np.ndarray) -> np.ndarray:
-        out = agent.act(torch.from_numpy(obs).unsqueeze(0).to(device), deterministic=deterministic)
+    Samples the policy as training did, including held exploration noise when ``noise_hold > 1``
+    (:mod:`wanderlust.agent.noise`); greedy (the Gaussian mean or argmax) when ``deterministic``.
+    Call :meth:`start_episode` after each reset so a new episode starts with fresh noise.
+    """
+
+    def __init__(self, agent: ActorCritic, deterministic: bool = False, noise_hold: int = 1) -> None:
+        self.agent = agent
+        self.deterministic = deterministic
+        self.device = next(agent.parameters()).device
+        self.noise = None if deterministic else make_held_noise(noise_hold, agent, 1, self.device)
+
+    def start_episode(self) -> None:
+        """A new episode begins: the held noise is redrawn at the next step."""
+        if self.noise is not None:
+            self.noise.episodes_ended(np.ones(1, dtype=bool))
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        noise = None if self.noise is None else self.noise.next()
+        out = self.agent.act(torch.from_numpy(obs).unsqueeze(0).to(self.device), deterministic=self.deterministic,
+                             noise=noise)
         return out.env_action[0].cpu().numpy()
 
-    return act
+
+def policy_action(agent: ActorCritic, deterministic: bool = False, noise_hold: int = 1) -> PolicyActor:
+    """The act callable of ``agent`` (sampled unless deterministic; ``noise_hold`` as in training)."""
+    return PolicyActor(agent, deterministic, noise_hold)
+
+
+def start_episode(act: Callable[[np.ndarray], object]) -> None:
+    """Tell an act callable that a new episode begins (a :class:`PolicyActor` redraws its held noise);
+    plain functions need no telling."""
+    hook = getattr(act, "start_episode", None)
+    if hook is not None:
+        hook()
 
 
 def play_episodes(
@@ -69,8 +98,8 @@ def play_episodes(
     video_path: Path | None = None,
 ) -> list[tuple[int, float, dict]]:
     """``(steps, return, last info)`` of ``episodes`` episodes with seeds ``seed, seed + 1, ...``,
-    actions from ``act`` (any policy); torch sampling is seeded with ``seed`` without touching the
-    caller's RNG. The first episode is recorded to ``video_path`` (mp4, Gymnasium's RecordVideo)."""
+    actions from ``act`` (any policy; told of each new episode by :func:`start_episode`); torch
+    sampling is seeded with ``seed`` without touching the caller's RNG. The first episode is recorded to ``video_path`` (mp4, Gymnasium's RecordVideo)."""
     if episodes <= 0:
         raise ValueError(f"episodes must be positive, got {episodes}")
     env = make_env(env_config, render_mode="rgb_array" if video_path else None)
@@ -87,6 +116,7 @@ def play_episodes(
         try:
             for episode in range(episodes):
                 obs, info = env.reset(seed=seed + episode)
+                start_episode(act)
                 total, steps, done = 0.0, 0, False
                 while not done:
                     obs, reward, terminated, truncated, info = env.step(act(obs))
@@ -111,7 +141,7 @@ def run_episodes(
     video_path: Path | None = None,
 ) -> EvalResult:
     """Play ``agent`` for ``episodes`` seeded episodes (see :func:`play_episodes`)."""
-    played = play_episodes(config.env, policy_action(agent, deterministic), episodes, seed, video_path)
+    played = play_episodes(config.env, policy_action(agent, deterministic, config.noise_hold), episodes, seed, video_path)
     return EvalResult([
         EpisodeResult(steps, total, float(info["coverage"]) if "coverage" in info else None)
         for steps, total, info in played

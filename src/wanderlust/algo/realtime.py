@@ -47,6 +47,7 @@ import torch
 from gymnasium import spaces
 
 from wanderlust.agent.actor_critic import build_agent
+from wanderlust.agent.noise import make_held_noise
 from wanderlust.algo.ppo import learning_rate_at, ppo_update
 from wanderlust.algo.storage import RolloutStorage
 from wanderlust.algo.trainer import Learner, TrainResult, compute_advantages, intrinsic_rewards, resolve_device
@@ -316,6 +317,7 @@ class _Session:
         set_thread_torch_threads(1)
         env, policy, stats, T = self.env, self.actor_policy, self.stats, self.config.ppo.num_steps
         discrete = isinstance(env.action_space, spaces.Discrete)
+        noise = make_held_noise(self.config.noise_hold, policy, 1)  # a live stick needs it most
         version = -1
         obs, _ = env.reset(seed=self.config.seed + 7919 * self.learner.updates)
         step = self.first_step
@@ -329,7 +331,7 @@ class _Session:
                 version = self.weights.pull(policy, version)
                 rollout.obs[t] = torch.as_tensor(np.asarray(obs))
                 with torch.inference_mode():
-                    act = policy.act(rollout.obs[t:t + 1])
+                    act = policy.act(rollout.obs[t:t + 1], noise=None if noise is None else noise.next())
                 decided = time.perf_counter()
                 env_action = int(act.env_action[0]) if discrete else act.env_action[0].numpy()
                 next_obs, reward, terminated, truncated, info = env.step(env_action)
@@ -339,6 +341,8 @@ class _Session:
                 rollout.record(t, act, next_obs, reward, terminated, truncated, version)
                 step += 1
                 if terminated or truncated:
+                    if noise is not None:
+                        noise.episodes_ended(np.ones(1, dtype=bool))
                     rollout.episodes.append(_episode_summary(info))
                     obs, _ = env.reset()
                     previous = time.perf_counter()  # the reset's duration is not a control period

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from wanderlust.agent.actor_critic import build_agent
+from wanderlust.agent.noise import make_held_noise
 from wanderlust.algo.gae import compute_gae
 from wanderlust.algo.pool import WorkerPool, make_pool
 from wanderlust.algo.ppo import learning_rate_at, ppo_update
@@ -70,6 +71,9 @@ class Learner:
         self.config = config
         self.device = device
         self.agent = build_agent(config, observation_space.shape, action_space).to(device)
+        self.exploration_noise = make_held_noise(config.noise_hold, self.agent, config.env.num_envs, device)
+        """Held exploration noise of the in-process envs (None: fresh every step); not checkpointed,
+        since a resumed run starts fresh episodes."""
         self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
         self.novelty: NoveltyModule = make_novelty(
             config.novelty_name, config.novelty, obs_spec(observation_space, config.env), action_space,
@@ -143,9 +147,12 @@ def collect_rollout(
     agent, config, device = learner.agent, learner.config, learner.device
     for t in range(storage.num_steps):
         obs = torch.from_numpy(next_obs_np).to(device)
-        step = agent.act(obs)
+        noise = learner.exploration_noise
+        step = agent.act(obs, noise=None if noise is None else noise.next())
         next_obs_np, reward, terminated, truncated, infos = envs.step(step.env_action.cpu().numpy())
         ends = np.logical_or(terminated, truncated)
+        if noise is not None:
+            noise.episodes_ended(ends)
         produced = torch.from_numpy(_final_observations(next_obs_np, ends, infos)).to(device)
         reward_t = torch.as_tensor(reward, dtype=torch.float32, device=device)
         cut = torch.from_numpy(np.logical_and(truncated, ~terminated)).to(device)

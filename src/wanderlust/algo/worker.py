@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from wanderlust.agent.actor_critic import build_agent
+from wanderlust.agent.noise import make_held_noise
 from wanderlust.algo.rollout import Rollout, finished_episodes
 from wanderlust.envs.factory import make_vector_env
 from wanderlust.runtime.config import TrainConfig
@@ -104,6 +105,7 @@ class RolloutWorker:
         self.action_space = self.envs.single_action_space
         with torch.random.fork_rng(devices=[]):  # building the copy must not move the caller's RNG
             self.agent = build_agent(config, self.observation_space.shape, self.action_space)
+            self.noise = make_held_noise(config.noise_hold, self.agent, spec.num_envs)
             torch.manual_seed(policy_seed(config.seed, spec))
             self._rng_state = torch.get_rng_state()
         self.obs, _ = self.envs.reset(seed=env_reset_seed(config.seed, spec))
@@ -138,8 +140,10 @@ class RolloutWorker:
             torch.set_rng_state(self._rng_state)
             for t in range(T):
                 obs[t] = self.obs
-                step = self.agent.act(torch.from_numpy(self.obs))
+                step = self.agent.act(torch.from_numpy(self.obs), noise=None if self.noise is None else self.noise.next())
                 self.obs, reward, terminated[t], truncated[t], infos = self.envs.step(step.env_action.numpy())
+                if self.noise is not None:
+                    self.noise.episodes_ended(np.logical_or(terminated[t], truncated[t]))
                 actions[t], env_actions[t] = step.action.numpy(), step.env_action.numpy()
                 log_probs[t] = step.log_prob.numpy()
                 rewards[t] = reward

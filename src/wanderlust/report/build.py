@@ -96,7 +96,7 @@ def replay_sections(
 
 def play_records(run: LoadedRun, episodes: int, seed: int) -> list[EpisodeRecord]:
     """Seeded evaluation episodes of the run's agent (torch sampling seeded, caller's RNG untouched)."""
-    act = policy_action(run.agent, deterministic=False)
+    act = policy_action(run.agent, deterministic=False, noise_hold=run.config.noise_hold)
     env = make_env(run.config.env)
     try:
         with torch.random.fork_rng():

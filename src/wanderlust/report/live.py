@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from wanderlust.algo.evaluate import policy_action
+from wanderlust.algo.evaluate import policy_action, start_episode
 from wanderlust.envs.factory import make_env
 from wanderlust.envs.maze import DISCRETE_ACTIONS, MazeEnv
 from wanderlust.envs.screen.env import Ticker
@@ -202,7 +202,7 @@ def play_live(
     maze = env.unwrapped if isinstance(env.unwrapped, MazeEnv) else None
     state = LiveState(DISCRETE_ACTIONS if maze is not None and maze.discrete else None)
     channels_per_frame = env.observation_space.shape[0] // config.env.frame_stack
-    act = policy_action(run.agent, deterministic)
+    act = policy_action(run.agent, deterministic, config.noise_hold)
     played = []
     try:
         with LiveServer(state, port) as server, torch.random.fork_rng():
@@ -221,6 +221,7 @@ def play_live(
 def _play_one(env, act, scorer: NoveltyScorer | None, state: LiveState, episode: int, seed: int,
               channels_per_frame: int, ticker: Ticker | None) -> LiveEpisode:
     obs, info = env.reset(seed=seed)
+    start_episode(act)
     if scorer is not None:
         scorer.reset()
     state.publish(agent_view(obs, channels_per_frame), None, None, episode, 0, 0.0, _coverage(info))

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from wanderlust.agent.actor_critic import ActorCritic, build_agent
+from wanderlust.algo.evaluate import start_episode
 from wanderlust.envs.factory import make_env, obs_spec
 from wanderlust.envs.maze import MazeEnv, MazeLayout
 from wanderlust.envs.maze.mapview import draw_map
@@ -85,6 +86,7 @@ def record_episode(
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"max_steps must be >= 1 or None, got {max_steps}")
     obs, info = env.reset(seed=seed)
+    start_episode(act)
     maze_env = env.unwrapped if isinstance(env.unwrapped, MazeEnv) else None
     observations, actions, rewards, infos = [obs], [], [], [info]
     ended = False

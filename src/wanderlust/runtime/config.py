@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wanderlust.agent.actor_critic import check_action_bins, check_log_std_init
+from wanderlust.agent.noise import check_noise_hold
 from wanderlust.agent.encoders import ENCODER_NAMES
 from wanderlust.algo.ppo import PPOConfig
 from wanderlust.novelty import NOVELTY_NAMES, NoveltyConfig
@@ -111,6 +112,8 @@ class TrainConfig:
     """Box actions: 0 = squashed Gaussian; K >= 2 = K evenly spaced values per axis (factorised categorical)."""
     log_std_init: float = 0.0
     """Squashed Gaussian: initial log-std of the pre-tanh noise (0: std 1, near-uniform sticks)."""
+    noise_hold: int = 1
+    """Squashed Gaussian: steps each env keeps its exploration noise (1: fresh every step; SB3's sde_sample_freq)."""
     total_steps: int = 200_000
     """Environment steps to train for (summed over envs)."""
     seed: int = 1
@@ -144,6 +147,7 @@ class TrainConfig:
             raise ValueError(f"unknown encoder '{self.encoder}'; choose one of {', '.join(ENCODER_NAMES)}")
         check_action_bins(self.action_bins)
         check_log_std_init(self.log_std_init)
+        check_noise_hold(self.noise_hold)
         _positive("total_steps", self.total_steps)
         _positive("checkpoint_every", self.checkpoint_every)
         _positive("keep_checkpoints", self.keep_checkpoints)
