@@ -18,6 +18,7 @@ The agent starts from the ``default`` preset (what ``wanderlust train`` and ``ex
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import _common  # noqa: F401  (puts <repo>/src on sys.path)
@@ -71,7 +72,8 @@ def train_and_evaluate(
     config: TrainConfig, env_id: str, episodes: int, episode_steps: int, keep_in: Path | None = None,
 ) -> tuple[int, list[float]]:
     """Train ``config`` on the rewarded twin of ``env_id``; coverage of the policy on ``env_id``'s
-    evaluation mazes. Returns (steps trained, coverages). The run folder is temporary unless
+    evaluation mazes. Returns (steps trained, coverages); an interrupted run (Ctrl-C, SIGTERM) is
+    evaluated at its last checkpoint and reports the steps it reached. The run folder is temporary unless
     ``keep_in`` names a new folder to keep it in (metrics.jsonl, TensorBoard, checkpoint)."""
     config.env.env_id = register(env_id, config)
     config.novelty_name = "none"
@@ -79,8 +81,8 @@ def train_and_evaluate(
     with run_folder(keep_in, "wanderlust-coverage-reward-") as tmp:
         save_config(tmp, config.to_dict())
         trained = train(config, tmp, show_progress=False)
-        if trained.interrupted:
-            raise KeyboardInterrupt(f"interrupted after {trained.global_step:,} steps")
+        if trained.interrupted:  # Ctrl-C / SIGTERM: evaluate the checkpoint of the last finished update
+            print(f"  interrupted after {trained.global_step:,} steps: evaluating that checkpoint", flush=True)
         config, agent = load_policy(tmp)
     config.env.env_id = env_id
     config.env.max_episode_steps = episode_steps
@@ -97,10 +99,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     parser.add_argument("--keep-run", type=Path, metavar="DIR", help="keep the run folder here (a new folder)")
+    parser.add_argument("--seed", type=int, default=1, help="training seed")
+    parser.add_argument("--json", type=Path, help="also write the rows here, as exploration.py --json does")
     args = parser.parse_args()
     set_torch_threads(args.threads)
     config = make_preset("default")
     config.total_steps = args.steps
+    config.seed = args.seed
     apply_overrides(config, args.set)
     steps, coverages = train_and_evaluate(config, args.env_id, args.episodes, args.episode_steps, args.keep_run)
     random = baseline("random", args.episodes, args.episode_steps, "Discrete" in args.env_id)["coverages"]
@@ -108,6 +113,12 @@ def main() -> None:
             ["PPO, reward = new cells", f"{steps:,}", f"{np.mean(coverages):.1%}", f"{np.mean(coverages) / np.mean(random):.2f}x"]]
     print(f"\n{args.env_id}: coverage in {args.episode_steps}-step episodes, {args.episodes} unseen mazes\n")
     print(markdown_table(["agent", "train steps", "coverage", "vs random"], rows))
+    if args.json:
+        args.json.write_text(json.dumps([
+            {"method": "random", "train_steps": 0, "train_seconds": 0.0, "coverages": random},
+            {"method": "coverage reward", "seed": config.seed, "train_steps": steps, "train_seconds": float("nan"),
+             "coverages": coverages},
+        ], indent=2))
 
 
 if __name__ == "__main__":

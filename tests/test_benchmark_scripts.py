@@ -177,3 +177,48 @@ def test_dead_units_finds_a_killed_layer_and_a_constant_encoder():
     assert list(alive.values())[0] == 0.0
     assert spread["features"] == 0.0 and spread["policy head"] == 0.0  # the encoder sees nothing any more
     assert not any(h for m in agent.encoder.modules() for h in m._forward_hooks.values())  # hooks removed
+
+
+def test_exploration_untrained_row_is_the_policy_before_any_update():
+    config = tiny_config(noise_hold=4)
+    row = exploration.evaluate_untrained(config, episodes=2, episode_steps=30)
+    assert (row["method"], row["train_steps"], row["seed"]) == ("untrained policy", 0, config.seed)
+    assert len(row["coverages"]) == 2 and all(0 < c <= 1 for c in row["coverages"])
+    assert exploration.evaluate_untrained(config, 2, 30)["coverages"] == row["coverages"]  # seeded
+
+
+def test_sweep_makes_every_method_variant_seed_job_and_labels_rows_by_variant():
+    import sweep
+
+    jobs = sweep.make_jobs(["episodic", "rnd"], [1, 2], [("hold8", ["noise_hold=8"]), ("hold1", ["noise_hold=1"])],
+                           ["device=cuda"])
+    assert [j.name for j in jobs][:4] == ["episodic-hold8-seed1", "episodic-hold8-seed2", "rnd-hold8-seed1",
+                                         "rnd-hold8-seed2"]
+    assert len(jobs) == 8 and jobs[-1].overrides == ["device=cuda", "noise_hold=1"]
+    assert sweep.make_jobs(["pixel"], [3], [], [])[0].name == "pixel-seed3"
+    rows = [{"method": "random"}, {"method": "untrained policy"}, {"method": "episodic"}, {"method": "oracle"}]
+    assert [r["method"] for r in sweep.label_rows(rows, "hold8")] == [
+        "random", "untrained policy [hold8]", "episodic [hold8]", "oracle"]
+
+
+def test_sweep_runs_jobs_side_by_side_and_pools_their_seeds(tmp_path):
+    """Two methods x one variant x two seeds as four processes (coverage_reward.py among them), then
+    the pooled table; every job leaves its --json and log."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "sweep.py"
+    tiny = ["--set", "env.maze_size=5", "--set", "env.maze_obs_size=40", "--set", "env.num_envs=2",
+            "--set", "ppo.num_steps=16", "--set", "encoder=seed"]
+    done = subprocess.run([sys.executable, str(script), "--methods", "episodic,coverage-reward", "--seeds", "1,2",
+                           "--variant", "h4", "noise_hold=4", "--steps", "32", "--episodes", "1", "--episode-steps",
+                           "20", "--parallel", "4", "--out", str(tmp_path), *tiny],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = ["episodic-h4-seed1", "episodic-h4-seed2", "coverage-reward-h4-seed1", "coverage-reward-h4-seed2"]
+    for name in names:
+        assert (tmp_path / f"{name}.json").is_file() and (tmp_path / "logs" / f"{name}.log").is_file()
+        assert f"| {name}" in done.stdout
+    pooled = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| ")}
+    assert pooled["episodic [h4]"].split("|")[2].strip() == "2"  # two seeds pooled
+    assert pooled["coverage reward [h4]"].split("|")[2].strip() == "2"
+    assert json.loads((tmp_path / "episodic-h4-seed1.json").read_text())[1]["method"] == "untrained policy"

@@ -20,12 +20,14 @@ def test_config_round_trips_through_a_dict():
     assert again.ppo.learning_rate == 1e-3 and again.env.max_episode_steps == 50
 
 
-def test_default_preset_centres_pixels_and_old_configs_do_not():
-    assert make_preset("default").center_pixels
+def test_default_preset_centres_pixels_and_holds_noise_and_old_configs_do_not():
+    assert make_preset("default").center_pixels and make_preset("default").noise_hold == 8
     assert not make_preset("rnd-atari").center_pixels  # published presets keep x / 255
+    assert make_preset("rnd-atari").noise_hold == make_preset("icm-vizdoom").noise_hold == 1
     saved = make_preset("default").to_dict()
-    del saved["center_pixels"]  # a run folder written before the field existed
-    assert not TrainConfig.from_dict(saved).center_pixels
+    del saved["center_pixels"], saved["noise_hold"]  # a run folder written before the fields existed
+    old = TrainConfig.from_dict(saved)
+    assert not old.center_pixels and old.noise_hold == 1
 
 
 @pytest.mark.parametrize(

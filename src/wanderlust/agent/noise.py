@@ -56,15 +56,10 @@ class HeldNoise:
 
 
 def make_held_noise(hold: int, agent, num_envs: int, device: torch.device | str = "cpu") -> HeldNoise | None:
-    """The held noise for ``agent``'s ``num_envs`` envs, or None for ``hold = 1`` (fresh noise each step).
-
-    ValueError when ``hold > 1`` and the agent's policy is not a squashed Gaussian (Discrete actions or
-    ``action_bins``): only a Gaussian's noise can be held while its mean moves.
-    """
+    """The held noise for ``agent``'s ``num_envs`` envs, or None where every step draws fresh noise:
+    ``hold = 1``, or a policy that is not a squashed Gaussian (Discrete actions, ``action_bins``),
+    whose samples have no noise to hold (as SB3 applies gSDE to continuous actions only)."""
     check_noise_hold(hold)
-    if hold == 1:
+    if hold == 1 or agent.is_discrete or agent.action_bins:
         return None
-    if agent.is_discrete or agent.action_bins:
-        raise ValueError(f"noise_hold {hold} needs a squashed Gaussian policy (Box actions and action_bins 0); "
-                         "use noise_hold 1 with Discrete actions or action bins")
     return HeldNoise(num_envs, agent.action_dim, hold, device)

@@ -113,7 +113,8 @@ class TrainConfig:
     log_std_init: float = 0.0
     """Squashed Gaussian: initial log-std of the pre-tanh noise (0: std 1, near-uniform sticks)."""
     noise_hold: int = 1
-    """Squashed Gaussian: steps each env keeps its exploration noise (1: fresh every step; SB3's sde_sample_freq)."""
+    """Squashed Gaussian sticks: steps each env keeps its exploration noise (1: fresh every step; SB3's
+    sde_sample_freq); Discrete and binned policies always draw fresh. The ``default`` preset sets 8."""
     total_steps: int = 200_000
     """Environment steps to train for (summed over envs)."""
     seed: int = 1
@@ -324,6 +325,9 @@ def make_preset(name: str) -> TrainConfig:
         config.ppo.ent_coef = 0.0
         # At lr 1e-3 most first-layer ReLUs die on x/255 inputs; centred inputs keep them alive.
         config.center_pixels = True
+        # A stick that keeps its random push for 8 steps moves somewhere; fresh noise every step jitters
+        # in place (the untrained policy covers 19.1% of the maze against 10.5%).
+        config.noise_hold = 8
     if name == "quick":
         config.env.num_envs = 2
         config.ppo.num_steps = 32

@@ -71,12 +71,15 @@ class DiscountedReturnNormalizer:
         self.stats = RunningMeanStd(())
 
     def normalize(self, rewards: torch.Tensor) -> torch.Tensor:
-        returns = torch.empty_like(rewards, dtype=torch.float64)
-        for t in range(rewards.shape[0]):
-            self.running_return = self.running_return * self.gamma + rewards[t].to(torch.float64)
+        """``rewards [T, N]`` divided by the running std of their discounted return, on their device
+        (the running state stays on the CPU, where it is checkpointed)."""
+        on_cpu = rewards.detach().to("cpu", torch.float64)
+        returns = torch.empty_like(on_cpu)
+        for t in range(on_cpu.shape[0]):
+            self.running_return = self.running_return * self.gamma + on_cpu[t]
             returns[t] = self.running_return
         self.stats.update(returns.reshape(-1))
-        return (rewards / (self.stats.std.to(rewards.dtype) + 1e-8)).to(rewards.dtype)
+        return rewards / (self.stats.std.to(device=rewards.device, dtype=rewards.dtype) + 1e-8)
 
     def state_dict(self) -> dict:
         return {"running_return": self.running_return.clone(), "stats": self.stats.state_dict()}
