@@ -99,7 +99,8 @@ def play_episodes(
 ) -> list[tuple[int, float, dict]]:
     """``(steps, return, last info)`` of ``episodes`` episodes with seeds ``seed, seed + 1, ...``,
     actions from ``act`` (any policy; told of each new episode by :func:`start_episode`); torch
-    sampling is seeded with ``seed`` without touching the caller's RNG. The first episode is recorded to ``video_path`` (mp4, Gymnasium's RecordVideo)."""
+    sampling is seeded with ``seed`` without touching the caller's RNG. The first episode is
+    recorded to ``video_path`` (mp4, Gymnasium's RecordVideo)."""
     if episodes <= 0:
         raise ValueError(f"episodes must be positive, got {episodes}")
     env = make_env(env_config, render_mode="rgb_array" if video_path else None)
@@ -141,7 +142,8 @@ def run_episodes(
     video_path: Path | None = None,
 ) -> EvalResult:
     """Play ``agent`` for ``episodes`` seeded episodes (see :func:`play_episodes`)."""
-    played = play_episodes(config.env, policy_action(agent, deterministic, config.noise_hold), episodes, seed, video_path)
+    act = policy_action(agent, deterministic, config.noise_hold)
+    played = play_episodes(config.env, act, episodes, seed, video_path)
     return EvalResult([
         EpisodeResult(steps, total, float(info["coverage"]) if "coverage" in info else None)
         for steps, total, info in played
