@@ -77,8 +77,8 @@ def label_rows(results: list[dict], variant: str) -> list[dict]:
     summary keeps variants apart; the scripted baselines keep their names."""
     if not variant:
         return results
-    trained = {"random", "held-random", "corridor", "oracle"}
-    return [r if r["method"] in trained else {**r, "method": f"{r['method']} [{variant}]"} for r in results]
+    scripted = {"random", "held-random", "corridor", "oracle"}
+    return [r if r["method"] in scripted else {**r, "method": f"{r['method']} [{variant}]"} for r in results]
 
 
 def run_jobs(jobs: list[Job], args: argparse.Namespace, out: Path) -> dict[str, str]:
