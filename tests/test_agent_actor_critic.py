@@ -157,5 +157,7 @@ def test_log_std_init_sets_the_initial_noise() -> None:
     obs = random_obs(1).expand(4000, *OBS_SHAPE)
     raw = agent.act(obs).action
     assert abs(raw.std().item() - np.exp(-1.0)) < 0.02
-    entropy = agent.evaluate(obs[:1], raw[:1]).entropy
-    torch.testing.assert_close(entropy, torch.tensor([4 * (0.5 + 0.5 * np.log(2 * np.pi) - 1.0)], dtype=torch.float32))
+    # The entropy of the sticks: the base Gaussian's (std exp(-1)) less tanh's squeeze, small near 0.
+    entropy = float(agent.evaluate(obs[:1], raw[:1]).entropy.detach())
+    base = 4 * (0.5 + 0.5 * np.log(2 * np.pi) - 1.0)
+    assert base - 0.6 < entropy < base

@@ -65,13 +65,25 @@ def test_tanh_log_det_jacobian_matches_naive_formula_in_safe_range() -> None:
     torch.testing.assert_close(tanh_log_det_jacobian(u), torch.log(1 - torch.tanh(u) ** 2))
 
 
-def test_entropy_is_base_gaussian_entropy_summed() -> None:
-    mean = torch.randn(5, 3)
-    log_std = torch.tensor([-0.5, 0.0, 0.7])
+def test_entropy_is_the_squashed_actions_entropy_by_monte_carlo() -> None:
+    """H(tanh(u)) = H(u) + E[log(1 - tanh(u)^2)], the expectation checked against 2M samples."""
+    mean = torch.tensor([[0.0, 1.5, -3.0]], dtype=torch.float64)
+    log_std = torch.tensor([0.0, -0.5, 0.7], dtype=torch.float64)
     got = SquashedGaussian(mean, log_std).entropy()
-    expected = Normal(mean, log_std.exp()).entropy().sum(-1)
-    assert got.shape == (5,)
-    torch.testing.assert_close(got, expected)
+    gen = torch.Generator().manual_seed(0)
+    u = mean + log_std.exp() * torch.randn(2_000_000, 3, generator=gen, dtype=torch.float64)
+    expected = Normal(mean, log_std.exp()).entropy().sum(-1) + torch.log(1 - torch.tanh(u) ** 2).mean(0).sum()
+    assert got.shape == (1,)
+    assert abs(float(got) - float(expected)) < 5e-3
+
+
+def test_entropy_falls_as_the_mean_saturates_the_sticks_and_its_gradient_pulls_back() -> None:
+    log_std = torch.zeros(1)
+    entropies = [float(SquashedGaussian(torch.full((1, 1), m), log_std).entropy()) for m in (0.0, 1.0, 2.0, 4.0)]
+    assert entropies == sorted(entropies, reverse=True) and entropies[0] - entropies[-1] > 3.0
+    mean = torch.full((1, 1), 2.0, requires_grad=True)
+    SquashedGaussian(mean, log_std).entropy().sum().backward()
+    assert float(mean.grad) < 0  # a bonus on it moves the mean back towards 0
 
 
 def test_sample_mode_and_env_action() -> None:
