@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import gymnasium
+import numpy as np
 import pytest
 import torch
 
@@ -222,3 +223,18 @@ def test_sweep_runs_jobs_side_by_side_and_pools_their_seeds(tmp_path):
     assert pooled["episodic [h4]"].split("|")[2].strip() == "2"  # two seeds pooled
     assert pooled["coverage reward [h4]"].split("|")[2].strip() == "2"
     assert json.loads((tmp_path / "episodic-h4-seed1.json").read_text())[1]["method"] == "untrained policy"
+
+
+def test_action_stats_counts_saturated_sticks_and_plays_a_run(tmp_path):
+    import action_stats
+
+    stats = action_stats.stick_stats(np.array([[1.0, 0.0], [-0.5, 0.0], [0.96, 0.5]]))
+    np.testing.assert_allclose(stats["mean"], [1.46 / 3, 0.5 / 3])
+    np.testing.assert_allclose(stats["mean_abs"], [2.46 / 3, 0.5 / 3])
+    np.testing.assert_allclose(stats["saturated"], [2 / 3, 0.0])
+    with pytest.raises(ValueError, match="actions must be"):
+        action_stats.stick_stats(np.zeros((0, 4)))
+    config = tiny_config(noise_hold=4)
+    config.env.max_episode_steps = 12
+    actions, coverage = action_stats.play(config, action_stats.untrained(config), episodes=2, episode_steps=12)
+    assert actions.shape == (24, 4) and np.abs(actions).max() <= 1.0 and 0 < coverage <= 1
