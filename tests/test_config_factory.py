@@ -22,6 +22,7 @@ def test_config_round_trips_through_a_dict():
 
 def test_default_preset_centres_pixels_and_holds_noise_and_old_configs_do_not():
     assert make_preset("default").center_pixels and make_preset("default").noise_hold == 8
+    assert make_preset("default").ppo.ent_coef == 0.01
     assert not make_preset("rnd-atari").center_pixels  # published presets keep x / 255
     assert make_preset("rnd-atari").noise_hold == make_preset("icm-vizdoom").noise_hold == 1
     saved = make_preset("default").to_dict()
