@@ -1,7 +1,7 @@
 """Memory over a long training run: resident set size (RSS) at 10%, 50% and 100% of the steps.
 
-Trains wanderlust on ``wanderlust/Maze-v0`` with the default novelty (``TrainConfig``'s) into a
-temporary run folder and reads ``VmRSS`` from ``/proc/self/status`` after every update through
+Trains wanderlust on ``wanderlust/Maze-v0`` with the config ``wanderlust train`` uses (the
+``default`` preset; ``--preset`` picks another) into a temporary run folder and reads ``VmRSS`` from ``/proc/self/status`` after every update through
 ``train(..., on_update=...)``. Before each reading, ``gc.collect()`` and glibc's ``malloc_trim(0)``
 return freed heap pages to the OS, so RSS counts memory actually held (without it, RSS jumps by
 ~100 MiB between updates as large temporary tensors come and go; ``--raw`` skips the trim).
@@ -32,15 +32,16 @@ DECILES = tuple(i / 10 for i in range(1, 11))
 
 
 def measure(
-    steps: int, novelty: str | None, seed: int, threads: int, trim: bool
+    steps: int, novelty: str | None, seed: int, threads: int, trim: bool, preset: str = "default"
 ) -> tuple[list[tuple[int, float]], float, float]:
     """Train ``steps`` env steps; returns ``(step, RSS MiB)`` after each update, the RSS before
     training (imports done) and the peak RSS (``VmHWM``), in MiB. ``trim``: release freed memory
     before each reading."""
     from wanderlust.algo.trainer import train
-    from wanderlust.runtime.config import TrainConfig
+    from wanderlust.runtime.config import make_preset
 
-    config = TrainConfig(total_steps=steps, seed=seed, torch_threads=threads)
+    config = make_preset(preset)
+    config.total_steps, config.seed, config.torch_threads = steps, seed, threads
     if novelty is not None:
         config.novelty_name = novelty
     config.validate()
@@ -78,7 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=None, help=f"env steps to train (default {DEFAULT_STEPS:,})")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS:,} steps")
-    parser.add_argument("--novelty", default=None, help="novelty module (default: TrainConfig's default)")
+    parser.add_argument("--novelty", default=None, help="novelty module (default: the preset's)")
+    parser.add_argument("--preset", default="default", help="starting config (default: 'default', as wanderlust train)")
     parser.add_argument("--threads", type=int, default=default_threads(), help="torch threads (default: all cores)")
     parser.add_argument("--raw", action="store_true", help="read RSS without gc.collect() + malloc_trim(0) first")
     parser.add_argument("--seed", type=int, default=1)
@@ -94,14 +96,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     set_torch_threads(args.threads)
-    from wanderlust.runtime.config import TrainConfig
+    from wanderlust.runtime.config import make_preset
 
-    novelty = args.novelty or TrainConfig().novelty_name
+    try:
+        preset = make_preset(args.preset)
+    except ValueError as error:
+        print(f"memory.py: {error}", file=sys.stderr)
+        return 2
+    novelty = args.novelty or preset.novelty_name
     reading = "raw VmRSS" if args.raw else "VmRSS after gc.collect() + malloc_trim(0)"
-    print(f"# Memory: wanderlust/Maze-v0, novelty '{novelty}', {args.steps:,} steps, {args.threads} torch thread(s), "
+    print(f"# Memory: {preset.env.env_id}, preset '{args.preset}', novelty '{novelty}', {args.steps:,} steps, {args.threads} torch thread(s), "
           f"{reading}\n", flush=True)
     began = time.perf_counter()
-    points, before, peak = measure(args.steps, args.novelty, args.seed, args.threads, trim=not args.raw)
+    points, before, peak = measure(args.steps, args.novelty, args.seed, args.threads, trim=not args.raw,
+                                   preset=args.preset)
     seconds = time.perf_counter() - began
 
     (step_10, rss_10), (step_50, rss_50), (step_100, rss_100) = (value_at_fraction(points, f) for f in (0.1, 0.5, 1.0))

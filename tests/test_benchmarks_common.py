@@ -137,3 +137,9 @@ def test_memory_deciles_report_growth_per_10k_steps():
     assert math.isnan(rows[0][4])
     assert [row[4] for row in rows[1:]] == pytest.approx([10.0] * 9)
     assert memory.parse_args(["--quick"]).steps == memory.QUICK_STEPS
+
+
+def test_memory_runs_the_default_preset_and_refuses_an_unknown_one(capsys):
+    assert memory.parse_args([]).preset == "default"  # what `wanderlust train` with no arguments uses
+    assert memory.main(["--quick", "--preset", "curious"]) == 2
+    assert "unknown preset 'curious'" in capsys.readouterr().err
