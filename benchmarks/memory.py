@@ -1,10 +1,11 @@
 """Memory over a long training run: resident set size (RSS) at 10%, 50% and 100% of the steps.
 
 Trains wanderlust on ``wanderlust/Maze-v0`` with the config ``wanderlust train`` uses (the
-``default`` preset; ``--preset`` picks another) into a temporary run folder and reads ``VmRSS`` from ``/proc/self/status`` after every update through
-``train(..., on_update=...)``. Before each reading, ``gc.collect()`` and glibc's ``malloc_trim(0)``
-return freed heap pages to the OS, so RSS counts memory actually held (without it, RSS jumps by
-~100 MiB between updates as large temporary tensors come and go; ``--raw`` skips the trim).
+``default`` preset; ``--preset`` picks another) into a temporary run folder and reads ``VmRSS``
+from ``/proc/self/status`` after every update through ``train(..., on_update=...)``. Before each
+reading, ``gc.collect()`` and glibc's ``malloc_trim(0)`` return freed heap pages to the OS, so RSS
+counts memory actually held (without it, RSS jumps by ~100 MiB between updates as large temporary
+tensors come and go; ``--raw`` skips the trim).
 A leak shows up as RSS that keeps growing after the warm-up; the target is
 ``RSS(100%) / RSS(10%) <= 1.10``. Checkpoints, TensorBoard and metrics logging stay at their
 defaults, as in a real run.
@@ -105,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     novelty = args.novelty or preset.novelty_name
     reading = "raw VmRSS" if args.raw else "VmRSS after gc.collect() + malloc_trim(0)"
-    print(f"# Memory: {preset.env.env_id}, preset '{args.preset}', novelty '{novelty}', {args.steps:,} steps, {args.threads} torch thread(s), "
-          f"{reading}\n", flush=True)
+    print(f"# Memory: {preset.env.env_id}, preset '{args.preset}', novelty '{novelty}', {args.steps:,} steps, "
+          f"{args.threads} torch thread(s), {reading}\n", flush=True)
     began = time.perf_counter()
     points, before, peak = measure(args.steps, args.novelty, args.seed, args.threads, trim=not args.raw,
                                    preset=args.preset)
