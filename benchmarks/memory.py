@@ -21,10 +21,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from _common import (
     default_threads, markdown_table, release_free_memory, rss_mib, set_torch_threads, slope, value_at_fraction,
 )
+
+if TYPE_CHECKING:
+    from wanderlust.runtime.config import TrainConfig
 
 DEFAULT_STEPS = 200_000
 QUICK_STEPS = 20_000
@@ -33,15 +37,13 @@ DECILES = tuple(i / 10 for i in range(1, 11))
 
 
 def measure(
-    steps: int, novelty: str | None, seed: int, threads: int, trim: bool, preset: str = "default"
+    config: TrainConfig, steps: int, novelty: str | None, seed: int, threads: int, trim: bool
 ) -> tuple[list[tuple[int, float]], float, float]:
     """Train ``steps`` env steps; returns ``(step, RSS MiB)`` after each update, the RSS before
     training (imports done) and the peak RSS (``VmHWM``), in MiB. ``trim``: release freed memory
-    before each reading."""
+    before each reading. ``config`` (a preset's) is changed in place."""
     from wanderlust.algo.trainer import train
-    from wanderlust.runtime.config import make_preset
 
-    config = make_preset(preset)
     config.total_steps, config.seed, config.torch_threads = steps, seed, threads
     if novelty is not None:
         config.novelty_name = novelty
@@ -109,8 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# Memory: {preset.env.env_id}, preset '{args.preset}', novelty '{novelty}', {args.steps:,} steps, "
           f"{args.threads} torch thread(s), {reading}\n", flush=True)
     began = time.perf_counter()
-    points, before, peak = measure(args.steps, args.novelty, args.seed, args.threads, trim=not args.raw,
-                                   preset=args.preset)
+    points, before, peak = measure(preset, args.steps, args.novelty, args.seed, args.threads, trim=not args.raw)
     seconds = time.perf_counter() - began
 
     (step_10, rss_10), (step_50, rss_50), (step_100, rss_100) = (value_at_fraction(points, f) for f in (0.1, 0.5, 1.0))
