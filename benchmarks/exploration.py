@@ -65,7 +65,7 @@ def train_and_evaluate(
     """Train ``method`` for ``steps`` (on ``config``, default: the default maze config), then
     return its coverage on ``episodes`` unseen evaluation mazes. The run folder is temporary unless
     ``keep_in`` names a folder to keep it in (``<keep_in>/<method>-seed<seed>``)."""
-    config = config or make_preset("default")
+    config = config or make_preset("default", method)
     config.novelty_name = method
     config.total_steps = steps
     config.seed = seed
@@ -188,8 +188,8 @@ def main() -> None:
               f"stopped at {results[-1]['train_steps']:,} steps", flush=True)
     methods = [] if args.evaluate is not None else [m.strip() for m in args.methods.split(",") if m.strip()]
 
-    def agent_config() -> TrainConfig:
-        config = make_preset("default")  # what `wanderlust train` starts from
+    def agent_config(method: str | None = None) -> TrainConfig:
+        config = make_preset("default", method)  # what `wanderlust train --novelty METHOD` starts from
         config.env.env_id = args.env_id
         config.env.maze_layout_seed = args.layout_seed
         config.env.maze_fixed_start = args.fixed_start
@@ -200,7 +200,7 @@ def main() -> None:
     if methods:
         results.append(evaluate_untrained(agent_config(), args.episodes, args.episode_steps))
     for method in methods:
-        config = agent_config()
+        config = agent_config(method)
         results.append(train_and_evaluate(method, steps, args.episodes, args.seed, args.episode_steps, config,
                                           keep_in=args.keep_runs))
         print(f"  {method}: mean coverage {np.mean(results[-1]['coverages']):.1%} "

@@ -31,6 +31,20 @@ def test_default_preset_centres_pixels_and_holds_noise_and_old_configs_do_not():
     assert not old.center_pixels and old.noise_hold == 1
 
 
+def test_icm_on_the_default_preset_gets_its_larger_entropy_bonus_and_set_still_wins():
+    from wanderlust.cli import build_parser, config_from_args
+
+    assert make_preset("default", "icm").ppo.ent_coef == 0.03
+    assert make_preset("default", "icm").novelty_name == "icm"
+    assert make_preset("default", "rnd").ppo.ent_coef == make_preset("default").ppo.ent_coef == 0.01
+    assert make_preset("icm-vizdoom", "icm").ppo.ent_coef == make_preset("icm-vizdoom").ppo.ent_coef  # published
+    parse = build_parser().parse_args
+    assert config_from_args(parse(["train", "--novelty", "icm"])).ppo.ent_coef == 0.03
+    assert config_from_args(parse(["train", "--novelty", "icm", "--set", "ppo.ent_coef=0.02"])).ppo.ent_coef == 0.02
+    with pytest.raises(ValueError, match="unknown novelty 'icn'"):
+        config_from_args(parse(["train", "--novelty", "icn"]))
+
+
 @pytest.mark.parametrize(
     "key, value, message",
     [

@@ -97,12 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    config = make_preset(args.preset)
+    config = make_preset(args.preset, args.novelty)
     if args.env_id:
         config.env.env_id = args.env_id
     _apply_screen_args(config, args)
     for value, path in (
-        (args.novelty, "novelty_name"), (args.total_steps, "total_steps"), (args.num_envs, "env.num_envs"),
+        (args.total_steps, "total_steps"), (args.num_envs, "env.num_envs"),
         (args.num_steps, "ppo.num_steps"), (args.seed, "seed"), (args.encoder, "encoder"), (args.device, "device"),
     ):
         if value is not None:
