@@ -37,7 +37,7 @@ DECILES = tuple(i / 10 for i in range(1, 11))
 
 
 def measure(
-    config: TrainConfig, steps: int, novelty: str | None, seed: int, threads: int, trim: bool
+    config: TrainConfig, steps: int, seed: int, threads: int, trim: bool
 ) -> tuple[list[tuple[int, float]], float, float]:
     """Train ``steps`` env steps; returns ``(step, RSS MiB)`` after each update, the RSS before
     training (imports done) and the peak RSS (``VmHWM``), in MiB. ``trim``: release freed memory
@@ -45,8 +45,6 @@ def measure(
     from wanderlust.algo.trainer import train
 
     config.total_steps, config.seed, config.torch_threads = steps, seed, threads
-    if novelty is not None:
-        config.novelty_name = novelty
     config.validate()
     points: list[tuple[int, float]] = []
 
@@ -102,16 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     from wanderlust.runtime.config import make_preset
 
     try:
-        preset = make_preset(args.preset)
+        preset = make_preset(args.preset, args.novelty)  # with that novelty's settings, as `wanderlust train`
     except ValueError as error:
         print(f"memory.py: {error}", file=sys.stderr)
         return 2
-    novelty = args.novelty or preset.novelty_name
     reading = "raw VmRSS" if args.raw else "VmRSS after gc.collect() + malloc_trim(0)"
-    print(f"# Memory: {preset.env.env_id}, preset '{args.preset}', novelty '{novelty}', {args.steps:,} steps, "
-          f"{args.threads} torch thread(s), {reading}\n", flush=True)
+    print(f"# Memory: {preset.env.env_id}, preset '{args.preset}', novelty '{preset.novelty_name}', "
+          f"{args.steps:,} steps, {args.threads} torch thread(s), {reading}\n", flush=True)
     began = time.perf_counter()
-    points, before, peak = measure(preset, args.steps, args.novelty, args.seed, args.threads, trim=not args.raw)
+    points, before, peak = measure(preset, args.steps, args.seed, args.threads, trim=not args.raw)
     seconds = time.perf_counter() - began
 
     (step_10, rss_10), (step_50, rss_50), (step_100, rss_100) = (value_at_fraction(points, f) for f in (0.1, 0.5, 1.0))
