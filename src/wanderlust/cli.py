@@ -307,11 +307,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     for key, value in doctor.machine_report().items():
         print(f"{key:>16}: {value}")
-    config = make_preset("quick")
+    config = make_preset("quick", args.novelty)
     if args.env_id:
         config.env.env_id = args.env_id
-    if args.novelty:
-        set_by_path(config, "novelty_name", args.novelty)
     if args.encoder:
         set_by_path(config, "encoder", args.encoder)
     config.validate()
