@@ -37,7 +37,9 @@ def test_icm_on_the_default_preset_gets_its_larger_entropy_bonus_and_set_still_w
     assert make_preset("default", "icm").ppo.ent_coef == 0.03
     assert make_preset("default", "icm").novelty_name == "icm"
     assert make_preset("default", "pixel").ppo.ent_coef == 0.03
-    assert make_preset("default", "rnd").ppo.ent_coef == make_preset("default").ppo.ent_coef == 0.01
+    assert make_preset("default", "rnd").ppo.ent_coef == 0.03
+    assert make_preset("default", "episodic").ppo.ent_coef == make_preset("default").ppo.ent_coef == 0.01
+    assert make_preset("rnd-atari", "rnd").ppo.ent_coef == make_preset("rnd-atari").ppo.ent_coef == 0.001  # published
     assert make_preset("icm-vizdoom", "icm").ppo.ent_coef == make_preset("icm-vizdoom").ppo.ent_coef  # published
     parse = build_parser().parse_args
     assert config_from_args(parse(["train", "--novelty", "icm"])).ppo.ent_coef == 0.03

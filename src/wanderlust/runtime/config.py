@@ -302,7 +302,7 @@ def _parse_like(current: Any, raw: str, name: str, text_field: bool = False, opt
 
 PRESETS: dict[str, str] = {
     "default": "Defaults: the built-in maze, episodic novelty, Nature CNN on centred pixels, 8 envs x 128 steps, "
-               "lr 1e-3, entropy bonus 0.01 (0.03 with --novelty icm or pixel), stick noise held 8 steps.",
+               "lr 1e-3, entropy bonus 0.01 (0.03 with --novelty icm, pixel or rnd), stick noise held 8 steps.",
     "quick": "A tiny run for smoke tests: 2 envs x 32 steps, 2 epochs, seed encoder.",
     **{preset.name: preset.summary for preset in BENCHMARK_PRESETS},
 }
@@ -311,11 +311,12 @@ PRESETS: dict[str, str] = {
 # Settings of the default preset that depend on the novelty module, measured on the maze at 300k steps
 # (docs/benchmarks.md, "ICM: a smaller learning rate or a larger entropy bonus"): ICM's forward-error
 # reward drives the sticks into a few fixed pushes unless the entropy bonus is larger (two seeds:
-# 12.3%/14.4% of the maze covered at 0.01, 17.9%/22.0% at 0.03); pixel too (15.6%/15.9% -> 16.3%/20.7%).
-# Episodic stays at 0.01 (seed 1: 18.5% at 0.01, 17.4% at 0.03).
+# 12.3%/14.4% of the maze covered at 0.01, 17.9%/22.0% at 0.03); pixel too (15.6%/15.9% -> 16.3%/20.7%)
+# and rnd (16.7%/16.5% -> 17.3%/20.6%). Episodic stays at 0.01 (seed 1: 18.5% at 0.01, 17.4% at 0.03).
 DEFAULT_NOVELTY_TUNING: dict[str, dict[str, str]] = {
     "icm": {"ppo.ent_coef": "0.03"},
     "pixel": {"ppo.ent_coef": "0.03"},
+    "rnd": {"ppo.ent_coef": "0.03"},
 }
 
 
